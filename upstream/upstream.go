@@ -1,0 +1,159 @@
+// Package upstream owns the domain model served by listingproxy (Property,
+// Agent and their parts), the Backend contract every legacy source adapter
+// implements, and the sentinel errors those adapters return.
+//
+// It must not import proxy, cache or config, nor any database driver; the
+// adapters live in sub-packages (upstream/sqlstore, upstream/crm) and bring
+// their own drivers.
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"listingproxy/normalize"
+)
+
+// Scope says whose data a backend call is about. Every backend call is
+// scoped: an adapter never returns a record outside its scope.
+type Scope struct {
+	// Tenant is the tenant's identity at the backend (for SQL stores the
+	// tenants.name value; for the CRM, the configured tenant name).
+	Tenant string
+	// Country is the country segment of the request path, "au" or "nz".
+	Country string
+}
+
+// Backend is the contract of a legacy source of truth. Implementations must be
+// safe for concurrent use and must honour ctx's deadline and cancellation.
+//
+// Lists return records in the order and page that the criteria ask for
+// (criteria.Order, Offset and Limit already applied). Records carry every
+// field the criteria's detail level needs; counts (PhotoCount, AgentCount...)
+// are always filled, item slices (Photos, OpenHomes, Properties...) at least
+// when the detail level is full.
+type Backend interface {
+	ListProperties(ctx context.Context, s Scope, c normalize.Criteria) ([]Property, error)
+	// GetProperty returns the property with full detail, or ErrNotFound.
+	GetProperty(ctx context.Context, s Scope, id int64) (Property, error)
+	ListAgents(ctx context.Context, s Scope, c normalize.Criteria) ([]Agent, error)
+	// GetAgent returns the agent with full detail, or ErrNotFound.
+	GetAgent(ctx context.Context, s Scope, id int64) (Agent, error)
+}
+
+// ErrNotFound is returned by GetProperty and GetAgent when no record with that
+// id exists in the scope. It is an answer, not a failure: breakers never count
+// it.
+var ErrNotFound = errors.New("not found")
+
+// CriteriaError is returned by a backend that rejects the criteria itself (a
+// legacy CRM answering with an error list). It is an answer, not a failure.
+type CriteriaError struct {
+	Errors normalize.Errors
+}
+
+func (e *CriteriaError) Error() string {
+	return fmt.Sprintf("backend rejected criteria: %v", e.Errors)
+}
+
+// Property is one listing. Nullable numbers are pointers: nil renders as an
+// empty value.
+type Property struct {
+	ID             int64
+	AgencyID       string
+	LastUpdated    time.Time // instant; rendered in the country's zone
+	Approved       time.Time // a date (UTC midnight); zero when never approved
+	StreetNumber   string
+	StreetName     string
+	AddressDisplay bool
+	Status         string // CURRENT, CONTRACT, SOLD or RENTED, as stored
+	Latitude       float64
+	Longitude      float64
+
+	PriceText    string   // display price, e.g. "$650,000" or "Auction"
+	PriceFrom    *float64 // raw price
+	PriceTo      *float64 // raw upper price of a range
+	PriceType    string   // e.g. auction, tender, pbn; "" for a fixed price
+	Category     string   // Residential, Commercial or Agricultural
+	PropertyType string
+	Suburb       string
+	Area         string
+	Region       string
+	Bedrooms     *int
+	Bathrooms    *int
+	FloorSize    *float64 // square metres
+	LotSize      *float64 // square metres
+	BuiltIn      string   // free text: "1995", "1990s", "1995-2000"
+	Description  string
+	Featured     bool
+
+	PhotoCount       int
+	VirtualTourCount int
+	FloorplanCount   int
+	Photos           []Media // ordered by Position
+	VirtualTours     []Media
+	Floorplans       []Media
+
+	Agents    []AgentRef // always filled, ordered by position
+	OpenHomes []OpenHome // open homes that have not ended, by start
+}
+
+// Address is the display address: street number and name.
+func (p *Property) Address() string {
+	switch {
+	case p.StreetNumber == "":
+		return p.StreetName
+	case p.StreetName == "":
+		return p.StreetNumber
+	}
+	return p.StreetNumber + " " + p.StreetName
+}
+
+// Media is a photo, virtual tour or floorplan.
+type Media struct {
+	URL       string
+	Thumbnail string
+	Type      string // photos only: Normal, Elevated or Night
+	Caption   string
+	Position  int
+}
+
+// AgentRef is an agent as listed inside a property.
+type AgentRef struct {
+	ID   int64
+	Name string
+}
+
+// OpenHome is one open-home slot. Times are instants; they are rendered in
+// the country's zone.
+type OpenHome struct {
+	Start time.Time
+	End   time.Time
+}
+
+// Agent is one agent of a tenant.
+type Agent struct {
+	ID              int64
+	Name            string
+	Username        string
+	Phone           string
+	AfterHoursPhone string
+	MobilePhone     string
+	Email           string
+	Description     string
+	PhotoURL        string // "" when the agent has no photo
+	WebsiteURL      string
+
+	PropertyCount int           // current (CURRENT or CONTRACT) properties
+	Properties    []PropertyRef // the current properties, by id; full detail
+}
+
+// PropertyRef is a property as listed inside an agent.
+type PropertyRef struct {
+	ID          int64
+	LastUpdated time.Time
+	Address     string // plain text, street number and name
+	AgencyID    string
+}
