@@ -1,14 +1,41 @@
 // Package normalize owns the criteria vocabulary of the listing API: it parses
-// a request's query (url.Values) into canonical Criteria, or into the spec's
-// error list, and gives each Criteria a canonical Key for caching.
+// a list request's query (url.Values) into canonical Criteria, or into the
+// spec's error list, and gives each Criteria a canonical Key for caching and a
+// canonical query (Values) for upstreams that speak the API.
 //
-// It is a leaf: it imports the standard library only.
+// It is a leaf: it imports the standard library only, and nothing in the
+// program builds a Criteria any other way, so every Criteria is valid and
+// canonical.
+//
+// The decisions it implements (design.md section 4, spec sections 4.1, 4.3, 7):
+//
+//   - "key=v" and "key[]=v" are one parameter; their values are merged, those
+//     of "key" first. geo[lat], geo[long] and geo[rad] are three single-valued
+//     parameters without a "[]" form. Keys are case-sensitive; any other key is
+//     unknown, ignored, and never part of the Key.
+//   - Values are trimmed of surrounding white space; an empty value counts as
+//     not given.
+//   - Multi-valued parameters are sorted and de-duplicated (order keeps the
+//     order first given); more than Options.MaxValues distinct values is an
+//     error. A single-valued parameter repeated with different values is an
+//     error; identical repeats are fine.
+//   - Rule 1: id overrides every other filter (they are neither validated nor
+//     keyed). Rule 2: so does agency_id when id is absent. detail, limit,
+//     offset and order always apply.
+//   - Enumerations match ignoring ASCII case; free text (street_number,
+//     street_name, property_type, price_type, name, username) is lower-cased
+//     and matched case-insensitively; agency_id is kept as given. Text is valid
+//     UTF-8, at most 200 bytes, without control characters.
+//   - Numbers are plain decimals (no sign unless negative is allowed, no
+//     exponent, hex, NaN, Inf or underscores) of at most 32 characters.
+//   - The limit is capped at Options.MaxResults and defaults to it; limit=0
+//     asks for an empty page. The order always ends with "id" as the
+//     tie-breaker.
+//   - Every invalid parameter is reported at once, one entry each, in the order
+//     of the spec's tables; echoed values are cut to 64 bytes and quoted.
 package normalize
 
-import (
-	"net/url"
-	"strings"
-)
+import "strings"
 
 // Resource is the kind of list a Criteria selects.
 type Resource uint8
@@ -51,7 +78,7 @@ func (d Detail) String() string {
 type Criteria struct {
 	resource Resource
 	detail   Detail
-	limit    int // effective limit, always > 0 after parsing (max_results when not given)
+	limit    int // effective limit, >= 0 (Options.MaxResults when not given)
 	offset   int
 	order    []string // whitelisted field names; never empty ("id" by default); always ends with "id" as the tie-breaker
 	prop     PropertyFilter
@@ -60,16 +87,18 @@ type Criteria struct {
 }
 
 // PropertyFilter holds the canonical property filters. A zero/nil field means
-// the filter was not given. All slices are sorted and free of duplicates.
+// the filter was not given. All slices are sorted and free of duplicates, and
+// nil when not given.
 type PropertyFilter struct {
 	// IDs, when non-empty, is the only filter (rule 1): all other fields are zero.
 	IDs []int64
-	// AgencyIDs, when non-empty, is the only filter (rule 2): all other fields are zero.
+	// AgencyIDs, when non-empty, is the only filter (rule 2): all other fields
+	// are zero. Agency references are kept as given (case-sensitive).
 	AgencyIDs []string
 
 	AgentIDs      []int64
-	StreetNumber  string   // matched case-insensitively, exact
-	StreetName    string   // matched case-insensitively, exact
+	StreetNumber  string   // lower case; matched case-insensitively, exact
+	StreetName    string   // lower case; matched case-insensitively, exact
 	PriceFrom     *float64 // price > PriceFrom (strict)
 	PriceTo       *float64 // price < PriceTo (strict)
 	Categories    []string // canonical case: Residential, Commercial, Agricultural
@@ -95,8 +124,8 @@ type Geo struct {
 type AgentFilter struct {
 	// IDs, when non-empty, is the only filter (rule 1): Name and Username are "".
 	IDs      []int64
-	Name     string // case-insensitive substring match; "" when not given
-	Username string // case-insensitive exact match; "" when not given
+	Name     string // lower case; case-insensitive substring match; "" when not given
+	Username string // lower case; case-insensitive exact match; "" when not given
 }
 
 // Resource returns the resource the criteria select.
@@ -106,14 +135,16 @@ func (c Criteria) Resource() Resource { return c.resource }
 func (c Criteria) Detail() Detail { return c.detail }
 
 // Limit returns the effective maximum number of results: the requested limit
-// capped at Options.MaxResults, or MaxResults when none was given.
+// capped at Options.MaxResults, or MaxResults when none was given. It may be
+// 0 (limit=0): the list is then empty, whatever matches.
 func (c Criteria) Limit() int { return c.limit }
 
 // Offset returns the number of results to skip.
 func (c Criteria) Offset() int { return c.offset }
 
 // Order returns the whitelisted order fields, ascending, in priority order.
-// It is never empty and its last element is always "id".
+// It is never empty and its last element is always "id" (fields a client
+// gives after "id" cannot change the order and are dropped).
 func (c Criteria) Order() []string { return c.order }
 
 // Property returns the property filters (zero for agent criteria).
@@ -124,7 +155,14 @@ func (c Criteria) Agent() AgentFilter { return c.agent }
 
 // Key returns the canonical form of the criteria: two queries that mean the
 // same thing have equal keys, two that differ have different keys. Unknown
-// parameters never appear in it.
+// parameters never appear in it. It is computed once, when parsing, and is
+// shaped like a query behind the resource name, for example
+//
+//	properties?status=CURRENT,SOLD&detail=short&limit=1000&offset=0&order=price,id
+//
+// with filters in the order of the spec's table (only those given, geo as
+// lat,long,rad), then detail, the effective limit, offset and order. Text
+// values are query-escaped, so no value can forge a separator.
 func (c Criteria) Key() string { return c.key }
 
 // FieldError is one entry of the spec's error list.
@@ -149,9 +187,3 @@ func (e Errors) Error() string {
 	}
 	return b.String()
 }
-
-// Values returns the canonical query of the criteria in the spec's parameter
-// forms (multi-valued parameters as key[]=v, single ones as key=v, geo as
-// geo[lat], geo[long], geo[rad]). Parsing it again yields equal criteria.
-// TEMPORARY placeholder: the normalize implementation replaces it.
-func (c Criteria) Values() url.Values { return url.Values{} }

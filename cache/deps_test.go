@@ -1,0 +1,35 @@
+package cache
+
+import (
+	"go/build"
+	"strings"
+	"testing"
+)
+
+// TestImports keeps the package's dependencies to the standard library,
+// ristretto, x/sync and gobreaker: it must not reach into upstream, proxy or
+// config.
+func TestImports(t *testing.T) {
+	pkg, err := build.ImportDir(".", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := []string{
+		"github.com/dgraph-io/ristretto/v2",
+		"golang.org/x/sync/",
+		"github.com/sony/gobreaker/v2",
+	}
+next:
+	for _, imp := range pkg.Imports {
+		first, _, _ := strings.Cut(imp, "/")
+		if !strings.Contains(first, ".") && first != "listingproxy" {
+			continue // standard library
+		}
+		for _, a := range allowed {
+			if imp == a || strings.HasPrefix(imp, a) {
+				continue next
+			}
+		}
+		t.Errorf("cache imports %s; allowed: the standard library and %v", imp, allowed)
+	}
+}

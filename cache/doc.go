@@ -1,0 +1,70 @@
+// Package cache owns listingproxy's read-through cache of rendered response
+// bodies: immutable entries (body, gzip form, ETag), the freshness ladder,
+// request coalescing, operator purges, and the circuit breaker that guards a
+// backend. It knows nothing about HTTP, backends or configuration: it must not
+// import upstream, proxy or config, only the standard library, ristretto v2,
+// golang.org/x/sync and gobreaker v2 (deps_test.go enforces this).
+//
+// # Read-through
+//
+// [Store.Get] looks the key up and, on a miss, runs the caller's [Loader]
+// inside a singleflight flight, so one loader call per key is in progress at
+// a time however many callers wait. The flight re-checks the cache first (a
+// flight that just finished may have filled it), runs the loader on a context
+// detached from the caller that started it (context.WithoutCancel plus
+// Policy.FillTimeout), and recovers a panic into a [*PanicError] that every
+// waiter receives. Each waiter selects on its own context: one giving up never
+// fails the others, and the load carries on and fills the cache for them.
+//
+// # Hiding ristretto's admission
+//
+// ristretto buffers Set, may drop it when the buffer is full, and may refuse
+// the item at admission (TinyLFU). Callers never see this. The filling flight
+// stays visible (new callers join it) until the value is readable: inside the
+// flight the Store calls Set, then ristretto's Wait, then Get to confirm that
+// its own item was admitted. If it was not (dropped or refused), the item goes
+// into a small FIFO overlay of just-filled entries, bounded by count and by
+// bytes, that lookups consult after ristretto. The overlay's byte budget is
+// carved out of Options.MaxBytes (ristretto gets MaxBytes minus the overlay
+// budget), so ristretto plus overlay never hold more than MaxBytes. A
+// replacement larger than the entry it replaces deletes the old one first,
+// because ristretto applies a bigger cost to an existing key without evicting.
+//
+// # Generations and purges
+//
+// [Store.Purge] never walks the cache. Every purge bumps a store-wide epoch
+// and records it against the tenant (or the tenant and resource); the
+// generation of a key is the larger of the two. Stored items carry the
+// generation that was current when their fill started, and a lookup accepts
+// an item only if its generation is still the key's generation. Flights are
+// keyed by generation too, so a request after a purge never joins a flight
+// that started before it, and a pre-purge fill is neither stored nor served
+// to later callers (only the callers that were already waiting on it, whose
+// requests predate the purge, receive its body). The generation tables are
+// copy-on-write behind an atomic pointer, so the hit path takes no lock; they
+// grow by one small record per purged tenant or resource.
+//
+// # Freshness ladder
+//
+// With age = Now() - Entry.StoredAt and a [Policy]:
+//
+//   - age < TTL: [Hit], the stored body.
+//   - age < TTL + StaleWhileRevalidate: [Stale], the stored body, and one
+//     background refresh per key (single-flighted with foreground fills).
+//   - otherwise the caller waits for a fill; if it fails (loader error, open
+//     breaker, panic, FillTimeout, or the caller's own deadline) and
+//     age < TTL + StaleIfError: [StaleIfError], the stored body.
+//   - otherwise the error: the proxy answers 503 with Retry-After.
+//
+// Negative entries (Entry.Negative, "not found") are served as [Negative]
+// while age < NegativeTTL and are dropped after it: they have no stale phase.
+//
+// # Breaker
+//
+// [Breaker] wraps gobreaker v2 with the project's rules: answers (the
+// caller's IsAnswer, e.g. not found) count as successes, client cancellations
+// are not counted at all, a panic counts as a failure and comes back as an
+// error, and an open breaker fails at once with an error wrapping [ErrOpen].
+// [Breaker.Wrap] turns it into a [Loader] decorator, so an open breaker makes
+// Get serve a stale copy or fail fast.
+package cache

@@ -1,0 +1,173 @@
+package cache
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+)
+
+// MinGzipSize is the body size under which NewEntry does not store a gzip
+// form: below it the gzip framing costs more than it saves.
+const MinGzipSize = 256
+
+// Entry is one stored response. An Entry is immutable once a Loader has
+// returned it: the Store shares it between callers and goroutines, so nobody
+// may modify it or the slices it holds.
+type Entry struct {
+	// Body is the rendered response body.
+	Body []byte
+	// Gzip is Body gzip-compressed, or nil when Body is smaller than
+	// MinGzipSize or does not shrink. Serve it only to clients that asked.
+	Gzip []byte
+	// ETag is a strong, quoted entity tag derived from a hash of Body.
+	ETag string
+	// ContentType is the Content-Type header value for Body.
+	ContentType string
+	// Negative marks a "not found" answer, kept for Policy.NegativeTTL.
+	Negative bool
+	// StoredAt is when the body was produced; the Age header is
+	// Now() - StoredAt. A zero StoredAt is set to the Store's Now() when the
+	// fill completes.
+	StoredAt time.Time
+}
+
+// NewEntry builds an Entry, computing its ETag and gzip form once.
+func NewEntry(body []byte, contentType string, negative bool, now time.Time) *Entry {
+	sum := sha256.Sum256(body)
+	var tag [2 + 32]byte
+	tag[0] = '"'
+	hex.Encode(tag[1:33], sum[:16])
+	tag[33] = '"'
+	e := &Entry{
+		Body:        body,
+		ETag:        string(tag[:]),
+		ContentType: contentType,
+		Negative:    negative,
+		StoredAt:    now,
+	}
+	if len(body) >= MinGzipSize {
+		var buf bytes.Buffer
+		buf.Grow(len(body) / 3)
+		zw := gzip.NewWriter(&buf)
+		// Writes to a bytes.Buffer cannot fail.
+		_, _ = zw.Write(body)
+		_ = zw.Close()
+		if buf.Len() < len(body) {
+			e.Gzip = bytes.Clone(buf.Bytes())
+		}
+	}
+	return e
+}
+
+// entryOverhead approximates the bytes an entry costs beyond its byte slices
+// and strings: the Entry and item structs, ristretto's bookkeeping and the
+// policy's counters.
+const entryOverhead = 256
+
+// cost is what an entry counts against Options.MaxBytes.
+func cost(k Key, e *Entry) int64 {
+	return int64(len(e.Body)+len(e.Gzip)+len(e.ETag)+len(e.ContentType)+
+		len(k.Tenant)+len(k.Resource)+len(k.Variant)) + entryOverhead
+}
+
+// Key identifies a stored response. Two requests share an entry only when
+// all three fields are equal.
+type Key struct {
+	// Tenant is the tenant the response belongs to; Purge works per tenant.
+	Tenant string
+	// Resource names what was asked for (e.g. "au/properties/123.json" or
+	// "au/properties"); Purge can target one resource of a tenant.
+	Resource string
+	// Variant holds everything else the body depends on (permissions,
+	// country, format, canonical criteria). It is opaque to the cache.
+	Variant string
+}
+
+// Policy says how long a response stays usable. A Policy may differ per
+// call, but calls for one Key should use the same Policy.
+type Policy struct {
+	// TTL is how long an entry is fresh. TTL <= 0 disables caching for the
+	// call: Get loads (still coalesced) and returns Bypass.
+	TTL time.Duration
+	// StaleWhileRevalidate is how long after TTL the stored body is served
+	// while one background refresh runs.
+	StaleWhileRevalidate time.Duration
+	// StaleIfError is how long after TTL the stored body may be served when
+	// a fill fails or the breaker is open.
+	StaleIfError time.Duration
+	// NegativeTTL is how long a negative entry is served. Zero means
+	// negative entries are not stored.
+	NegativeTTL time.Duration
+	// FillTimeout bounds one fill (the loader's context). Zero means
+	// Options.FillTimeout.
+	FillTimeout time.Duration
+}
+
+// lifetime is how long an entry stored under p stays useful at all.
+func (p Policy) lifetime(e *Entry) time.Duration {
+	if e.Negative {
+		return p.NegativeTTL
+	}
+	return p.TTL + max(p.StaleWhileRevalidate, p.StaleIfError, 0)
+}
+
+// fresh reports whether e may be served without any fill.
+func (p Policy) fresh(e *Entry, now time.Time) bool {
+	age := now.Sub(e.StoredAt)
+	if e.Negative {
+		return age < p.NegativeTTL
+	}
+	return age < p.TTL
+}
+
+// Outcome says how Get produced its answer. String gives a lower-case word
+// for logs and metric labels. For a Cache-Status header (RFC 9211) the proxy
+// maps Hit and Negative to "hit", Stale and StaleIfError to "hit" with a
+// negative ttl, Miss to "fwd=miss" and Bypass to "fwd=bypass".
+type Outcome uint8
+
+const (
+	// Miss: the body came from a loader call that this Get started or
+	// joined (also the Outcome reported with an error).
+	Miss Outcome = iota
+	// Hit: a fresh stored body.
+	Hit
+	// Stale: a stored body past TTL but within StaleWhileRevalidate; a
+	// background refresh has been started (or is running).
+	Stale
+	// StaleIfError: a stored body past TTL served because the fill failed,
+	// within StaleIfError.
+	StaleIfError
+	// Negative: a stored negative ("not found") entry within NegativeTTL.
+	Negative
+	// Bypass: caching was not used (Policy.TTL <= 0 or the Store is closed).
+	Bypass
+)
+
+var outcomeNames = [...]string{
+	Miss:         "miss",
+	Hit:          "hit",
+	Stale:        "stale",
+	StaleIfError: "stale-if-error",
+	Negative:     "negative",
+	Bypass:       "bypass",
+}
+
+// String returns "miss", "hit", "stale", "stale-if-error", "negative" or
+// "bypass".
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// Loader produces the entry for a key on a miss. It runs on a context
+// detached from the caller's cancellation, bounded by Policy.FillTimeout.
+// It reports answers as entries (a not-found as an Entry with Negative set)
+// and returns an error only when it could not get an answer: an error makes
+// Get fall back to a stale copy or fail.
+type Loader func(ctx context.Context) (*Entry, error)

@@ -1,0 +1,681 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/ristretto/v2"
+	"golang.org/x/sync/singleflight"
+)
+
+// Defaults for the zero fields of Options.
+const (
+	DefaultMaxBytes       = 256 << 20
+	DefaultFillTimeout    = 10 * time.Second
+	DefaultOverlayEntries = 256
+	// DefaultAvgEntryBytes sizes ristretto's frequency counters: ten per
+	// entry expected at this average size.
+	DefaultAvgEntryBytes = 4 << 10
+)
+
+// Options configures a Store. The zero value is usable; each field documents
+// its default.
+type Options struct {
+	// MaxBytes bounds the bytes held: the sum of every stored entry's cost
+	// (body + gzip + strings + a fixed overhead), overlay included.
+	// Default DefaultMaxBytes (256 MiB).
+	MaxBytes int64
+	// OverlayBytes is the part of MaxBytes reserved for just-filled entries
+	// that ristretto dropped or refused. Default MaxBytes/32; negative
+	// disables the overlay.
+	OverlayBytes int64
+	// OverlayEntries bounds the overlay's entry count. Default 256.
+	OverlayEntries int
+	// NumCounters is ristretto's count of frequency counters. Default ten
+	// per DefaultAvgEntryBytes of MaxBytes, at least 1000.
+	NumCounters int64
+	// BufferItems is ristretto's Get buffer size. Default 64.
+	BufferItems int64
+	// FillTimeout bounds a fill when Policy.FillTimeout is zero.
+	// Default DefaultFillTimeout (10s).
+	FillTimeout time.Duration
+	// Now is the clock for freshness. Default time.Now.
+	Now func() time.Time
+	// Logger receives loader panics and background refresh failures.
+	// Default: discard.
+	Logger *slog.Logger
+}
+
+// PanicError is the error every waiter of a flight receives when its loader
+// panicked.
+type PanicError struct {
+	// Value is what the loader passed to panic.
+	Value any
+	// Stack is the loader goroutine's stack at the panic.
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("cache: loader panic: %v", e.Value) }
+
+// errNilEntry is returned when a loader returns neither an entry nor an error.
+var errNilEntry = errors.New("cache: loader returned a nil entry and no error")
+
+// Store is a read-through cache of rendered responses. It is safe for
+// concurrent use. Create it with New and release it with Close.
+type Store struct {
+	c         *ristretto.Cache[uint64, *item]
+	ov        *overlay
+	seed      maphash.Seed
+	now       func() time.Time
+	log       *slog.Logger
+	fillLimit time.Duration
+	maxBytes  int64
+	maxCost   int64 // ristretto's share of maxBytes
+
+	group singleflight.Group
+	bg    tracker // flights and background refreshes in progress
+
+	gens    atomic.Pointer[generations]
+	purgeMu sync.Mutex
+	epoch   uint64 // guarded by purgeMu
+
+	refreshMu  sync.Mutex
+	refreshing map[refreshKey]struct{}
+
+	// closeMu orders ristretto writes before Close; the hit path does not
+	// take it (Close's contract is that Gets have returned).
+	closeMu sync.RWMutex
+	closed  atomic.Bool
+
+	// dropSets makes store skip ristretto, as if every Set were dropped.
+	// Tests set it to exercise the overlay deterministically.
+	dropSets bool
+
+	st counters
+}
+
+type counters struct {
+	outcomes                                    [len(outcomeNames)]atomic.Uint64
+	errors, loaderCalls, joins, getFlights      atomic.Uint64
+	refreshes, panics, evictions, rejects       atomic.Uint64
+	purges, entries, overlayPuts, notStoredPurg atomic.Uint64
+	residentDrops                               atomic.Uint64
+}
+
+// item is what the Store keeps in ristretto and the overlay. Immutable
+// except for resident.
+type item struct {
+	key   Key
+	hash  uint64
+	gen   uint64
+	entry *Entry
+	cost  int64
+	// resident moves 0 -> 1 when its flight sees it admitted (counted in
+	// Stats.Entries) and to 2 when ristretto lets go of it.
+	resident atomic.Uint32
+}
+
+type refreshKey struct {
+	hash, gen uint64
+}
+
+type fillResult struct {
+	entry  *Entry
+	cached bool // found by the flight's re-check, no loader call
+}
+
+// New returns a Store configured by o.
+func New(o Options) (*Store, error) {
+	if o.MaxBytes == 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.MaxBytes < 0 {
+		return nil, fmt.Errorf("cache: MaxBytes %d is negative", o.MaxBytes)
+	}
+	switch {
+	case o.OverlayBytes == 0:
+		o.OverlayBytes = o.MaxBytes / 32
+	case o.OverlayBytes < 0:
+		o.OverlayBytes = 0
+	}
+	if o.OverlayBytes >= o.MaxBytes {
+		return nil, fmt.Errorf("cache: OverlayBytes %d leaves nothing of MaxBytes %d", o.OverlayBytes, o.MaxBytes)
+	}
+	if o.OverlayEntries == 0 {
+		o.OverlayEntries = DefaultOverlayEntries
+	}
+	if o.NumCounters <= 0 {
+		o.NumCounters = max(10*(o.MaxBytes/DefaultAvgEntryBytes), 1000)
+	}
+	if o.BufferItems <= 0 {
+		o.BufferItems = 64
+	}
+	if o.FillTimeout <= 0 {
+		o.FillTimeout = DefaultFillTimeout
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Store{
+		ov:         newOverlay(o.OverlayBytes, o.OverlayEntries),
+		seed:       maphash.MakeSeed(),
+		now:        o.Now,
+		log:        o.Logger,
+		fillLimit:  o.FillTimeout,
+		maxBytes:   o.MaxBytes,
+		maxCost:    o.MaxBytes - o.OverlayBytes,
+		refreshing: make(map[refreshKey]struct{}),
+	}
+	c, err := ristretto.NewCache(&ristretto.Config[uint64, *item]{
+		NumCounters: o.NumCounters,
+		MaxCost:     s.maxCost,
+		BufferItems: o.BufferItems,
+		// Costs are bytes we compute, overhead included.
+		IgnoreInternalCost: true,
+		// Keys are our own 64-bit hashes; items carry the full Key.
+		KeyToHash:    func(h uint64) (uint64, uint64) { return h, 0 },
+		OnEvict:      func(*ristretto.Item[*item]) { s.st.evictions.Add(1) },
+		OnReject:     func(*ristretto.Item[*item]) { s.st.rejects.Add(1) },
+		OnExit:       s.onExit,
+		ShouldUpdate: func(cur, prev *item) bool { return cur.gen >= prev.gen },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	s.c = c
+	return s, nil
+}
+
+// onExit runs when ristretto lets go of a value (eviction, refusal,
+// replacement, deletion).
+func (s *Store) onExit(it *item) {
+	if it != nil && it.resident.Swap(2) == 1 {
+		s.st.entries.Add(^uint64(0))
+	}
+}
+
+// Get returns the entry for k, loading it with load on a miss.
+//
+// It never returns an error together with an entry. On error the Outcome is
+// Miss (Bypass when caching was bypassed); the error is the loader's (wrapped
+// with the key), a *PanicError, or ctx's error when ctx ended first. An
+// error wrapping ErrOpen means the breaker is open. The returned Entry is
+// shared and must not be modified.
+func (s *Store) Get(ctx context.Context, k Key, p Policy, load Loader) (*Entry, Outcome, error) {
+	if p.TTL <= 0 || s.closed.Load() {
+		return s.bypass(ctx, k, p, load)
+	}
+	now := s.now()
+	gen := s.genOf(k)
+	h := s.hash(k)
+	var stale *item
+	if it := s.lookup(h, k, gen); it != nil {
+		e := it.entry
+		age := now.Sub(e.StoredAt)
+		switch {
+		case e.Negative:
+			if age < p.NegativeTTL {
+				s.st.outcomes[Negative].Add(1)
+				return e, Negative, nil
+			}
+		case age < p.TTL:
+			s.st.outcomes[Hit].Add(1)
+			return e, Hit, nil
+		case age < p.TTL+p.StaleWhileRevalidate:
+			s.refresh(ctx, h, k, gen, p, load)
+			s.st.outcomes[Stale].Add(1)
+			return e, Stale, nil
+		case age < p.TTL+p.StaleIfError:
+			stale = it
+		}
+	}
+	return s.fill(ctx, h, k, gen, p, load, stale)
+}
+
+// fill waits for the key's flight, starting it if needed. stale, when not
+// nil, is served if the flight fails.
+func (s *Store) fill(ctx context.Context, h uint64, k Key, gen uint64, p Policy, load Loader, stale *item) (*Entry, Outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return s.failed(k, stale, err)
+	}
+	ch := s.group.DoChan(flightKey('f', gen, k), s.flight(ctx, h, k, gen, p, load, true))
+	s.st.joins.Add(1) // after DoChan: the call is registered with the flight
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return s.failed(k, stale, r.Err)
+		}
+		res := r.Val.(*fillResult)
+		o := Miss
+		if res.cached {
+			o = Hit
+			if res.entry.Negative {
+				o = Negative
+			}
+		}
+		s.st.outcomes[o].Add(1)
+		return res.entry, o, nil
+	case <-ctx.Done():
+		return s.failed(k, stale, ctx.Err())
+	}
+}
+
+// failed serves stale if there is one, else reports err.
+func (s *Store) failed(k Key, stale *item, err error) (*Entry, Outcome, error) {
+	if stale != nil {
+		s.st.outcomes[StaleIfError].Add(1)
+		s.log.Debug("cache: serving stale after failed fill",
+			"tenant", k.Tenant, "resource", k.Resource, "err", err)
+		return stale.entry, StaleIfError, nil
+	}
+	s.st.errors.Add(1)
+	return nil, Miss, wrapErr(k, err)
+}
+
+func wrapErr(k Key, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("cache: fill %s %s: %w", k.Tenant, k.Resource, err)
+}
+
+// flight returns the function a flight runs: re-check, load on a detached
+// context, store. fromGet says whether a Get (rather than a background
+// refresh) starts it, for Stats.Waiters.
+func (s *Store) flight(ctx context.Context, h uint64, k Key, gen uint64, p Policy, load Loader, fromGet bool) func() (any, error) {
+	return func() (any, error) {
+		s.bg.add()
+		defer s.bg.done()
+		if fromGet {
+			s.st.getFlights.Add(1)
+		}
+		if it := s.lookup(h, k, gen); it != nil && p.fresh(it.entry, s.now()) {
+			return &fillResult{entry: it.entry, cached: true}, nil
+		}
+		e, err := s.load(ctx, p, load)
+		if err != nil {
+			return nil, err
+		}
+		if s.genOf(k) == gen {
+			s.store(h, k, gen, e, p)
+		} else {
+			s.st.notStoredPurg.Add(1)
+		}
+		return &fillResult{entry: e}, nil
+	}
+}
+
+// load runs the loader once on a context detached from ctx's cancellation,
+// turning a panic into a *PanicError.
+func (s *Store) load(ctx context.Context, p Policy, load Loader) (e *Entry, err error) {
+	limit := p.FillTimeout
+	if limit <= 0 {
+		limit = s.fillLimit
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
+	defer cancel()
+	s.st.loaderCalls.Add(1)
+	defer func() {
+		if v := recover(); v != nil {
+			s.st.panics.Add(1)
+			pe := &PanicError{Value: v, Stack: debug.Stack()}
+			s.log.Error("cache: loader panic", "panic", fmt.Sprint(v), "stack", string(pe.Stack))
+			e, err = nil, pe
+		}
+	}()
+	e, err = load(fctx)
+	switch {
+	case err != nil:
+		return nil, err
+	case e == nil:
+		return nil, errNilEntry
+	case e.StoredAt.IsZero():
+		c := *e
+		c.StoredAt = s.now()
+		e = &c
+	}
+	return e, nil
+}
+
+// store makes e readable for k before the flight ends: in ristretto if it
+// admits it, else in the overlay.
+func (s *Store) store(h uint64, k Key, gen uint64, e *Entry, p Policy) {
+	life := p.lifetime(e)
+	ttl := life - s.now().Sub(e.StoredAt)
+	if life <= 0 || ttl <= 0 {
+		return
+	}
+	it := &item{key: k, hash: h, gen: gen, entry: e, cost: cost(k, e)}
+
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed.Load() {
+		return
+	}
+	if it.cost <= s.maxCost && !s.dropSets {
+		// ristretto raises an existing key's cost without evicting, so a
+		// bigger replacement goes in as a new key.
+		if old, ok := s.c.Get(h); ok && it.cost > old.cost {
+			s.c.Del(h)
+		}
+		s.c.SetWithTTL(h, it, it.cost, ttl)
+		s.c.Wait()
+		if got, ok := s.c.Get(h); ok && got == it {
+			if it.resident.CompareAndSwap(0, 1) {
+				s.st.entries.Add(1)
+			}
+			s.ov.del(h)
+			return
+		}
+	} else if it.cost > s.maxCost {
+		s.st.rejects.Add(1)
+	}
+	if s.ov.put(h, it) {
+		s.st.overlayPuts.Add(1)
+	}
+}
+
+// refresh starts one background refresh for the key unless one is running.
+func (s *Store) refresh(ctx context.Context, h uint64, k Key, gen uint64, p Policy, load Loader) {
+	rk := refreshKey{h, gen}
+	s.refreshMu.Lock()
+	if _, running := s.refreshing[rk]; running {
+		s.refreshMu.Unlock()
+		return
+	}
+	s.refreshing[rk] = struct{}{}
+	s.refreshMu.Unlock()
+	s.st.refreshes.Add(1)
+	s.bg.add()
+	go func() {
+		defer s.bg.done()
+		defer func() {
+			s.refreshMu.Lock()
+			delete(s.refreshing, rk)
+			s.refreshMu.Unlock()
+		}()
+		r := <-s.group.DoChan(flightKey('f', gen, k), s.flight(ctx, h, k, gen, p, load, false))
+		if r.Err != nil {
+			lvl := slog.LevelWarn
+			if errors.Is(r.Err, ErrOpen) {
+				lvl = slog.LevelDebug
+			}
+			s.log.Log(context.WithoutCancel(ctx), lvl, "cache: background refresh failed",
+				"tenant", k.Tenant, "resource", k.Resource, "err", r.Err)
+		}
+	}()
+}
+
+// bypass loads without the cache, still coalescing identical calls.
+func (s *Store) bypass(ctx context.Context, k Key, p Policy, load Loader) (*Entry, Outcome, error) {
+	s.st.outcomes[Bypass].Add(1)
+	if err := ctx.Err(); err != nil {
+		s.st.errors.Add(1)
+		return nil, Bypass, err
+	}
+	ch := s.group.DoChan(flightKey('b', s.genOf(k), k), func() (any, error) {
+		s.bg.add()
+		defer s.bg.done()
+		s.st.getFlights.Add(1)
+		e, err := s.load(ctx, p, load)
+		if err != nil {
+			return nil, err
+		}
+		return &fillResult{entry: e}, nil
+	})
+	s.st.joins.Add(1)
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			s.st.errors.Add(1)
+			return nil, Bypass, wrapErr(k, r.Err)
+		}
+		return r.Val.(*fillResult).entry, Bypass, nil
+	case <-ctx.Done():
+		s.st.errors.Add(1)
+		return nil, Bypass, ctx.Err()
+	}
+}
+
+// lookup returns the item for k at generation gen, from ristretto or else
+// the overlay.
+func (s *Store) lookup(h uint64, k Key, gen uint64) *item {
+	if it, ok := s.c.Get(h); ok && it.gen == gen && it.key == k {
+		return it
+	}
+	return s.ov.get(h, k, gen)
+}
+
+func (s *Store) hash(k Key) uint64 {
+	var mh maphash.Hash
+	mh.SetSeed(s.seed)
+	writeField(&mh, k.Tenant)
+	writeField(&mh, k.Resource)
+	writeField(&mh, k.Variant)
+	return mh.Sum64()
+}
+
+func writeField(mh *maphash.Hash, f string) {
+	var n [8]byte
+	l := uint64(len(f))
+	for i := range n {
+		n[i] = byte(l >> (8 * i))
+	}
+	mh.Write(n[:])
+	mh.WriteString(f)
+}
+
+// flightKey names a flight: kind, generation and the whole key, each field
+// length-prefixed so that no two keys share a flight.
+func flightKey(kind byte, gen uint64, k Key) string {
+	b := make([]byte, 0, 40+len(k.Tenant)+len(k.Resource)+len(k.Variant))
+	b = append(b, kind)
+	b = strconv.AppendUint(b, gen, 10)
+	for _, f := range [...]string{k.Tenant, k.Resource, k.Variant} {
+		b = append(b, '|')
+		b = strconv.AppendInt(b, int64(len(f)), 10)
+		b = append(b, ':')
+		b = append(b, f...)
+	}
+	return string(b)
+}
+
+// generations records the epoch of the latest purge per tenant and per
+// tenant resource. Copy-on-write: never modified once published.
+type generations struct {
+	all      uint64
+	tenant   map[string]uint64
+	resource map[tenantResource]uint64
+}
+
+type tenantResource struct{ tenant, resource string }
+
+// genOf is k's generation: the epoch of the latest purge that covers it.
+func (s *Store) genOf(k Key) uint64 {
+	g := s.gens.Load()
+	if g == nil {
+		return 0
+	}
+	return max(g.all, g.tenant[k.Tenant], g.resource[tenantResource{k.Tenant, k.Resource}])
+}
+
+// Purge drops a tenant's entries: every entry of the tenant when resource is
+// "", else those of that resource. Entries and fills that started before the
+// purge are never served to requests that arrive after it.
+func (s *Store) Purge(tenant, resource string) {
+	s.purge(tenant, resource, false)
+}
+
+// PurgeAll drops every entry of every tenant.
+func (s *Store) PurgeAll() {
+	s.purge("", "", true)
+}
+
+func (s *Store) purge(tenant, resource string, all bool) {
+	s.purgeMu.Lock()
+	s.epoch++
+	old := s.gens.Load()
+	if old == nil {
+		old = &generations{}
+	}
+	n := &generations{
+		all:      old.all,
+		tenant:   make(map[string]uint64, len(old.tenant)+1),
+		resource: make(map[tenantResource]uint64, len(old.resource)+1),
+	}
+	switch {
+	case all:
+		n.all = s.epoch
+	default:
+		for t, g := range old.tenant {
+			n.tenant[t] = g
+		}
+		if resource == "" {
+			n.tenant[tenant] = s.epoch
+		}
+	}
+	// Keep only resource records that no global or tenant-wide purge
+	// has since overtaken.
+	for tr, g := range old.resource {
+		if g > n.all && g > n.tenant[tr.tenant] {
+			n.resource[tr] = g
+		}
+	}
+	if !all && resource != "" {
+		n.resource[tenantResource{tenant, resource}] = s.epoch
+	}
+	s.gens.Store(n)
+	s.purgeMu.Unlock()
+	s.ov.purge(tenant, resource, all)
+	s.st.purges.Add(1)
+}
+
+// Stats is a snapshot of plain counters since New.
+type Stats struct {
+	// Per Outcome, counted once per Get.
+	Hits, Stale, StaleIfError, Misses, Negative, Bypass uint64
+	// Errors counts Gets that returned an error.
+	Errors uint64
+	// LoaderCalls counts loader invocations (foreground, background, bypass).
+	LoaderCalls uint64
+	// Waiters counts Gets that joined a flight another caller started
+	// (coalesced). It may briefly run ahead while a flight is starting.
+	Waiters uint64
+	// Refreshes counts background refreshes started.
+	Refreshes uint64
+	// Panics counts loader panics.
+	Panics uint64
+	// Bytes is the cost held now (ristretto plus overlay); never above
+	// MaxBytes. Entries is the entry count held in ristretto, and
+	// OverlayEntries the count in the overlay.
+	Bytes, MaxBytes, Entries, OverlayEntries int64
+	// Evictions counts entries ristretto evicted (for room or expiry);
+	// Rejections counts entries it refused at admission or that were too
+	// large; OverlayPuts counts entries kept readable by the overlay.
+	Evictions, Rejections, OverlayPuts uint64
+	// Purges counts Purge and PurgeAll calls; PurgedFills counts fills whose
+	// result was not stored because a purge happened during them.
+	Purges, PurgedFills uint64
+}
+
+// Stats returns the current counters.
+func (s *Store) Stats() Stats {
+	st := Stats{
+		Hits:         s.st.outcomes[Hit].Load(),
+		Stale:        s.st.outcomes[Stale].Load(),
+		StaleIfError: s.st.outcomes[StaleIfError].Load(),
+		Misses:       s.st.outcomes[Miss].Load(),
+		Negative:     s.st.outcomes[Negative].Load(),
+		Bypass:       s.st.outcomes[Bypass].Load(),
+		Errors:       s.st.errors.Load(),
+		LoaderCalls:  s.st.loaderCalls.Load(),
+		Refreshes:    s.st.refreshes.Load(),
+		Panics:       s.st.panics.Load(),
+		MaxBytes:     s.maxBytes,
+		Entries:      int64(s.st.entries.Load()),
+		Evictions:    s.st.evictions.Load(),
+		Rejections:   s.st.rejects.Load(),
+		OverlayPuts:  s.st.overlayPuts.Load(),
+		Purges:       s.st.purges.Load(),
+		PurgedFills:  s.st.notStoredPurg.Load(),
+	}
+	if j, f := s.st.joins.Load(), s.st.getFlights.Load(); j > f {
+		st.Waiters = j - f
+	}
+	ovEntries, ovBytes := s.ov.stats()
+	st.OverlayEntries = ovEntries
+	st.Bytes = ovBytes
+	if !s.closed.Load() {
+		st.Bytes += s.maxCost - s.c.RemainingCost()
+	}
+	return st
+}
+
+// Wait blocks until every fill and background refresh in progress has
+// finished and its value is readable. Tests call it; the proxy need not.
+func (s *Store) Wait() {
+	s.bg.wait()
+	s.closeMu.RLock()
+	if !s.closed.Load() {
+		s.c.Wait()
+	}
+	s.closeMu.RUnlock()
+}
+
+// Close waits for fills and refreshes in progress and releases the cache.
+// Call it after every Get has returned (e.g. after the server's Shutdown);
+// a Get after Close loads without caching (Bypass).
+func (s *Store) Close() {
+	if s.closed.Swap(true) {
+		return
+	}
+	s.bg.wait()
+	s.closeMu.Lock()
+	s.c.Close()
+	s.closeMu.Unlock()
+}
+
+// tracker counts work in progress; unlike sync.WaitGroup it allows add
+// while another goroutine waits.
+type tracker struct {
+	mu   sync.Mutex
+	n    int
+	cond *sync.Cond
+}
+
+func (t *tracker) add() {
+	t.mu.Lock()
+	t.n++
+	t.mu.Unlock()
+}
+
+func (t *tracker) done() {
+	t.mu.Lock()
+	t.n--
+	if t.n == 0 && t.cond != nil {
+		t.cond.Broadcast()
+	}
+	t.mu.Unlock()
+}
+
+func (t *tracker) wait() {
+	t.mu.Lock()
+	if t.cond == nil {
+		t.cond = sync.NewCond(&t.mu)
+	}
+	for t.n > 0 {
+		t.cond.Wait()
+	}
+	t.mu.Unlock()
+}

@@ -1,0 +1,38 @@
+// Command listingproxy serves the property and agent listing API in front of
+// a legacy backend (SQL database or CRM endpoint), with caching, request
+// coalescing and a circuit breaker.
+//
+//	listingproxy [-config FILE] [-listen ADDR] [-admin-listen ADDR]
+//	listingproxy hash-password
+//
+// run owns signals, configuration, wiring, serving and shutdown; main only
+// calls it.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	_ "time/tzdata" // country zones must resolve in a static image without zoneinfo
+)
+
+func main() {
+	if err := run(context.Background(), os.Args, os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "listingproxy:", err)
+		os.Exit(1)
+	}
+}
+
+// run dispatches to a subcommand; without one it serves.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 1 {
+		switch args[1] {
+		case "hash-password":
+			return hashPassword(args[2:], stdin, stdout)
+		case "serve":
+			args = append(args[:1:1], args[2:]...)
+		}
+	}
+	return serve(ctx, args, getenv, stdout, stderr)
+}

@@ -1,0 +1,349 @@
+// Package config owns listingproxy's configuration file: its YAML schema,
+// strict decoding (unknown keys are errors), ${ENV} expansion for secrets,
+// defaults, and Validate, which lists every problem at once, each located by
+// its path in the file (and its line when known).
+//
+// Only cmd/ imports config: it turns a Config into constructor arguments, so
+// no other package reads configuration.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	Listen      string   `yaml:"listen"`       // public API listener, default ":8080"
+	AdminListen string   `yaml:"admin_listen"` // metrics, health, pprof, purge; default "127.0.0.1:9090"; "" or "off" disables
+	Countries   []string `yaml:"countries"`    // country segments served, default [au, nz]
+	MaxResults  int      `yaml:"max_results"`  // results of a list without limit, and the cap on limit; default 1000
+
+	Backends map[string]Backend `yaml:"backends"`
+	Tenants  map[string]Tenant  `yaml:"tenants"`
+	Users    []User             `yaml:"users"`
+	Admin    Admin              `yaml:"admin"`
+
+	Cache     Cache     `yaml:"cache"`
+	Breaker   Breaker   `yaml:"breaker"`
+	Server    Server    `yaml:"server"`
+	Telemetry Telemetry `yaml:"telemetry"`
+	Log       Log       `yaml:"log"`
+}
+
+// Backend kinds.
+const (
+	KindSQLite   = "sqlite"
+	KindPostgres = "postgres"
+	KindMySQL    = "mysql"
+	KindCRM      = "crm"
+)
+
+// Backend is one legacy source of truth.
+type Backend struct {
+	Kind string `yaml:"kind"` // sqlite, postgres, mysql or crm
+
+	// SQL backends.
+	DSN             string   `yaml:"dsn"`
+	SeedDemo        bool     `yaml:"seed_demo"`         // create the schema and load the demo data when the database is empty
+	MaxOpenConns    int      `yaml:"max_open_conns"`    // default 10 (sqlite: 4)
+	MaxIdleConns    int      `yaml:"max_idle_conns"`    // default = max_open_conns
+	ConnMaxLifetime Duration `yaml:"conn_max_lifetime"` // default 30m
+	QueryTimeout    Duration `yaml:"query_timeout"`     // per statement; default 5s
+	Notify          bool     `yaml:"notify"`            // postgres: LISTEN for change notifications
+
+	// CRM backends.
+	URL                string   `yaml:"url"`
+	Timeout            Duration `yaml:"timeout"`             // per upstream call; default 3s
+	MaxConcurrency     int      `yaml:"max_concurrency"`     // concurrent upstream calls; default 16
+	Hydrate            string   `yaml:"hydrate"`             // auto, always or never; default auto
+	HydrateConcurrency int      `yaml:"hydrate_concurrency"` // default 8
+	DocTTL             Duration `yaml:"doc_ttl"`             // reuse of per-property documents; default 60s
+	MaxBodyBytes       ByteSize `yaml:"max_body_bytes"`      // default 16MiB
+}
+
+// Tenant is a client/agency whose users see only its own data.
+type Tenant struct {
+	Backend string `yaml:"backend"`
+	// UpstreamTenant is the tenant's name at the backend (SQL: tenants.name);
+	// default: the tenant's key in this file.
+	UpstreamTenant string `yaml:"upstream_tenant"`
+	// Upstream credentials for a CRM backend.
+	UpstreamUsername string `yaml:"upstream_username"`
+	UpstreamPassword string `yaml:"upstream_password"`
+}
+
+// Permissions a user may hold.
+const (
+	PermFull   = "full"   // full detail
+	PermPrices = "prices" // raw price_from / price_to in full detail
+)
+
+// User is an API user. Passwords are stored as bcrypt hashes only.
+type User struct {
+	Username       string   `yaml:"username"`
+	PasswordBcrypt string   `yaml:"password_bcrypt"`
+	Tenant         string   `yaml:"tenant"`
+	Permissions    []string `yaml:"permissions"`
+}
+
+// Admin holds the credentials for the admin listener's operator endpoints
+// (cache purge). With no username the operator endpoints are disabled.
+type Admin struct {
+	Username       string `yaml:"username"`
+	PasswordBcrypt string `yaml:"password_bcrypt"`
+}
+
+// Cache configures the rendered-body cache.
+type Cache struct {
+	Disabled             bool     `yaml:"disabled"`
+	MaxBytes             ByteSize `yaml:"max_bytes"`              // default 256MiB
+	TTL                  Duration `yaml:"ttl"`                    // default 60s
+	StaleWhileRevalidate Duration `yaml:"stale_while_revalidate"` // default 5m
+	StaleIfError         Duration `yaml:"stale_if_error"`         // default 1h
+	NegativeTTL          Duration `yaml:"negative_ttl"`           // default 10s
+	FillTimeout          Duration `yaml:"fill_timeout"`           // backend call of a fill; default 10s
+	// TTLs overrides TTL per resource: properties, property, agents, agent.
+	TTLs map[string]Duration `yaml:"ttls"`
+}
+
+// Breaker configures the circuit breaker in front of each backend.
+type Breaker struct {
+	Failures       uint32   `yaml:"failures"`         // consecutive failures that open it; default 5
+	FailureRatio   float64  `yaml:"failure_ratio"`    // or this ratio of failures in the window (0 = off)
+	MinRequests    uint32   `yaml:"min_requests"`     // requests in the window before the ratio applies; default 20
+	Window         Duration `yaml:"window"`           // rolling window for counts; default 10s
+	OpenFor        Duration `yaml:"open_for"`         // default 15s
+	HalfOpenProbes uint32   `yaml:"half_open_probes"` // default 3
+}
+
+// Server holds HTTP server limits and the shutdown grace period.
+type Server struct {
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"` // default 5s
+	ReadTimeout       Duration `yaml:"read_timeout"`        // default 15s
+	WriteTimeout      Duration `yaml:"write_timeout"`       // default 30s
+	IdleTimeout       Duration `yaml:"idle_timeout"`        // default 120s
+	MaxHeaderBytes    ByteSize `yaml:"max_header_bytes"`    // default 16KiB
+	ShutdownGrace     Duration `yaml:"shutdown_grace"`      // default 20s
+}
+
+// Telemetry configures tracing.
+type Telemetry struct {
+	ServiceName  string  `yaml:"service_name"`  // default listingproxy
+	Exporter     string  `yaml:"exporter"`      // none, stdout, otlp-http or otlp-grpc; default none
+	OTLPEndpoint string  `yaml:"otlp_endpoint"` // host:port; default from OTEL_EXPORTER_OTLP_ENDPOINT
+	SampleRatio  float64 `yaml:"sample_ratio"`  // default 1.0
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string `yaml:"level"`  // debug, info, warn, error; default info
+	Format string `yaml:"format"` // json, text or auto (text on a terminal); default auto
+}
+
+// Duration is a time.Duration written as "1m30s" in YAML.
+type Duration time.Duration
+
+// D returns the duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(strings.TrimSpace(n.Value))
+	if err != nil || v < 0 {
+		return fmt.Errorf("line %d: invalid duration %q (want e.g. 500ms, 10s, 5m)", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// ByteSize is a size in bytes, written as 1024, "64KiB", "256MiB", "1GiB",
+// "10MB" in YAML.
+type ByteSize int64
+
+var byteUnits = map[string]int64{
+	"": 1, "b": 1,
+	"kb": 1000, "mb": 1000 * 1000, "gb": 1000 * 1000 * 1000,
+	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30,
+}
+
+// ParseByteSize parses sizes such as "256MiB".
+func ParseByteSize(s string) (ByteSize, error) {
+	s = strings.TrimSpace(s)
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	n, err := strconv.ParseInt(s[:i], 10, 64)
+	mult, ok := byteUnits[strings.ToLower(strings.TrimSpace(s[i:]))]
+	if err != nil || !ok || n > (1<<62)/mult {
+		return 0, fmt.Errorf("invalid size %q (want e.g. 65536, 64KiB, 256MiB, 1GiB)", s)
+	}
+	return ByteSize(n * mult), nil
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseByteSize(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %v", n.Line, err)
+	}
+	*b = v
+	return nil
+}
+
+// Problems is every problem found in a configuration, in file order where
+// known. It is returned as the error of Load.
+type Problems []string
+
+func (p Problems) Error() string {
+	if len(p) == 1 {
+		return "invalid configuration: " + p[0]
+	}
+	return fmt.Sprintf("invalid configuration (%d problems):\n  %s", len(p), strings.Join(p, "\n  "))
+}
+
+// Load reads, expands, decodes, defaults and validates the file at path.
+// getenv resolves ${VAR} references (os.Getenv in production).
+func Load(path string, getenv func(string) string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(path, data, getenv)
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// Parse is Load on bytes; name is used in messages.
+func Parse(name string, data []byte, getenv func(string) string) (*Config, error) {
+	// Strict pass: unknown keys and type errors, with yaml's line numbers.
+	var strict Config
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&strict); err != nil && !errors.Is(err, io.EOF) {
+		return nil, Problems(yamlProblems(name, err))
+	}
+
+	// Second pass on the node tree: expand ${VAR} in scalar values (never in
+	// keys), remembering the line of every path for located messages.
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, Problems(yamlProblems(name, err))
+	}
+	lines := map[string]int{}
+	var probs []located
+	walk(&root, "", lines, func(path string, n *yaml.Node) {
+		if n.Kind != yaml.ScalarNode || !strings.Contains(n.Value, "${") {
+			return
+		}
+		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(ref string) string {
+			v := envRef.FindStringSubmatch(ref)[1]
+			val := getenv(v)
+			if val == "" {
+				probs = append(probs, located{path, n.Line, fmt.Sprintf("environment variable %s is not set", v)})
+			}
+			return val
+		})
+	})
+	var cfg Config
+	if len(root.Content) > 0 {
+		if err := root.Decode(&cfg); err != nil {
+			return nil, Problems(yamlProblems(name, err))
+		}
+	}
+	cfg.ApplyDefaults()
+	for _, p := range cfg.validate() {
+		probs = append(probs, located{p.path, lineOf(lines, p.path), p.msg})
+	}
+	if len(probs) > 0 {
+		sort.SliceStable(probs, func(i, j int) bool { return probs[i].line < probs[j].line })
+		out := make(Problems, len(probs))
+		for i, p := range probs {
+			out[i] = p.format(name)
+		}
+		return nil, out
+	}
+	return &cfg, nil
+}
+
+// lineOf returns the line of path, or of its nearest ancestor present in the
+// file (a missing required key is reported at its parent).
+func lineOf(lines map[string]int, path string) int {
+	for path != "" {
+		if l, ok := lines[path]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			return 0
+		}
+		path = path[:i]
+	}
+	return 0
+}
+
+type located struct {
+	path string
+	line int
+	msg  string
+}
+
+func (l located) format(file string) string {
+	if l.line > 0 {
+		return fmt.Sprintf("%s:%d: %s: %s", file, l.line, l.path, l.msg)
+	}
+	if l.path == "" {
+		return fmt.Sprintf("%s: %s", file, l.msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", file, l.path, l.msg)
+}
+
+func yamlProblems(name string, err error) []string {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		out := make([]string, len(te.Errors))
+		for i, e := range te.Errors {
+			out[i] = name + ": " + strings.TrimPrefix(e, "yaml: ")
+		}
+		return out
+	}
+	return []string{name + ": " + strings.TrimPrefix(err.Error(), "yaml: ")}
+}
+
+// walk visits every node with its dotted path (users[0].tenant).
+func walk(n *yaml.Node, path string, lines map[string]int, visit func(string, *yaml.Node)) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			walk(c, path, lines, visit)
+		}
+		return
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			p := n.Content[i].Value
+			if path != "" {
+				p = path + "." + p
+			}
+			lines[p] = n.Content[i].Line
+			walk(n.Content[i+1], p, lines, visit)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			lines[p] = c.Line
+			walk(c, p, lines, visit)
+		}
+	}
+	visit(path, n)
+}

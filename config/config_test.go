@@ -1,0 +1,145 @@
+package config_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"listingproxy/config"
+)
+
+func noEnv(string) string { return "" }
+
+func TestShippedConfigLoads(t *testing.T) {
+	cfg, err := config.Load("../config.yaml", noEnv)
+	if err != nil {
+		t.Fatalf("shipped config.yaml: %v", err)
+	}
+	if got, want := cfg.Backends["demo"].Kind, config.KindSQLite; got != want {
+		t.Errorf("demo backend kind = %q, want %q", got, want)
+	}
+	if got, want := len(cfg.Users), 4; got != want {
+		t.Errorf("users = %d, want %d", got, want)
+	}
+	if got, want := cfg.Cache.TTL.D(), 60*time.Second; got != want {
+		t.Errorf("cache.ttl = %v, want %v", got, want)
+	}
+	if got, want := cfg.Tenants["summit"].UpstreamTenant, "summit"; got != want {
+		t.Errorf("default upstream_tenant = %q, want %q", got, want)
+	}
+}
+
+const validHash = "$2a$10$lZZjUks2xDyB1vxQtsPHceEx78gv.fildKhgToZSUq7nb.YaKf4NS"
+
+func TestEnvExpansion(t *testing.T) {
+	src := `
+backends:
+  main: {kind: postgres, dsn: "${PG_DSN}"}
+tenants:
+  a: {backend: main}
+`
+	env := func(k string) string {
+		if k == "PG_DSN" {
+			return "postgres://x@h/db"
+		}
+		return ""
+	}
+	cfg, err := config.Parse("c.yaml", []byte(src), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cfg.Backends["main"].DSN, "postgres://x@h/db"; got != want {
+		t.Errorf("dsn = %q, want %q", got, want)
+	}
+}
+
+func TestProblemsAreListedAndLocated(t *testing.T) {
+	src := `listen: "nope"
+countries: [au, xx]
+backends:
+  main: {kind: postgres, dsn: "${PG_DSN}"}
+  crm: {kind: crm, url: "ftp://x", hydrate: sometimes}
+  odd: {kind: oracle}
+tenants:
+  a: {backend: missing}
+  b: {backend: crm}
+users:
+  - {username: u1, password_bcrypt: "plain", tenant: a, permissions: [full, admin]}
+  - {username: u1, password_bcrypt: "` + validHash + `", tenant: zzz}
+cache: {max_bytes: 10KiB, ttls: {houses: 5s}}
+log: {level: loud}
+`
+	_, err := config.Parse("c.yaml", []byte(src), noEnv)
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	probs, ok := err.(config.Problems)
+	if !ok {
+		t.Fatalf("error type %T, want config.Problems", err)
+	}
+	want := []string{
+		`c.yaml:1: listen: invalid listen address "nope" (want host:port or :port)`,
+		`c.yaml:2: countries[1]: unknown country "xx" (known: au, nz)`,
+		`c.yaml:4: backends.main.dsn: environment variable PG_DSN is not set`,
+		`c.yaml:4: backends.main.dsn: required for a postgres backend`,
+		`c.yaml:5: backends.crm.url: invalid url "ftp://x" (want http(s)://host[:port][/path])`,
+		`c.yaml:5: backends.crm.hydrate: invalid value "sometimes" (want auto, always or never)`,
+		`c.yaml:6: backends.odd.kind: unknown kind "oracle" (want sqlite, postgres, mysql or crm)`,
+		`c.yaml:8: tenants.a.backend: unknown backend "missing"`,
+		`c.yaml:9: tenants.b.upstream_username: a tenant on a crm backend needs upstream_username and upstream_password`,
+		`c.yaml:11: users[0].password_bcrypt: not a bcrypt hash (make one with: listingproxy hash-password)`,
+		`c.yaml:11: users[0].permissions[1]: unknown permission "admin" (want full or prices)`,
+		`c.yaml:12: users[1].username: duplicate username "u1"`,
+		`c.yaml:12: users[1].tenant: unknown tenant "zzz"`,
+		`c.yaml:13: cache.max_bytes: must be at least 1MiB`,
+		`c.yaml:13: cache.ttls.houses: unknown resource "houses" (want properties, property, agents, agent)`,
+		`c.yaml:14: log.level: unknown level "loud" (want debug, info, warn or error)`,
+	}
+	if diff := cmp.Diff(want, []string(probs)); diff != "" {
+		t.Errorf("problems mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestStrictDecoding(t *testing.T) {
+	tests := []struct {
+		name, src, want string
+	}{
+		{"unknown key", "lisen: \":80\"\n", "field lisen not found"},
+		{"bad duration", "cache: {ttl: soon}\n", `invalid duration "soon"`},
+		{"bad size", "cache: {max_bytes: lots}\n", `invalid size "lots"`},
+		{"not yaml", "listen: [\n", "c.yaml: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := config.Parse("c.yaml", []byte(tt.src), noEnv)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestByteSize(t *testing.T) {
+	tests := map[string]config.ByteSize{"1024": 1024, "64KiB": 64 << 10, "256MiB": 256 << 20, "1GiB": 1 << 30, "10MB": 10e6}
+	for in, want := range tests {
+		got, err := config.ParseByteSize(in)
+		if err != nil || got != want {
+			t.Errorf("ParseByteSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "MiB", "-1", "1.5GiB", "99999999999999999999"} {
+		if _, err := config.ParseByteSize(bad); err == nil {
+			t.Errorf("ParseByteSize(%q): want an error", bad)
+		}
+	}
+}
+
+func TestMissingFile(t *testing.T) {
+	_, err := config.Load(t.TempDir()+"/none.yaml", os.Getenv)
+	if err == nil || !strings.Contains(err.Error(), "none.yaml") {
+		t.Errorf("error = %v, want it to name the file", err)
+	}
+}

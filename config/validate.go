@@ -1,0 +1,306 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Zones maps the country segments listingproxy knows to their time zone.
+var Zones = map[string]string{
+	"au": "Australia/Sydney",
+	"nz": "Pacific/Auckland",
+}
+
+// Resources whose TTL may be set one by one in cache.ttls.
+var Resources = []string{"properties", "property", "agents", "agent"}
+
+// ApplyDefaults fills every zero knob with its documented default.
+func (c *Config) ApplyDefaults() {
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	defD := func(d *Duration, v time.Duration) {
+		if *d == 0 {
+			*d = Duration(v)
+		}
+	}
+	def(&c.Listen, ":8080")
+	def(&c.AdminListen, "127.0.0.1:9090")
+	if len(c.Countries) == 0 {
+		c.Countries = []string{"au", "nz"}
+	}
+	if c.MaxResults == 0 {
+		c.MaxResults = 1000
+	}
+	for name, b := range c.Backends {
+		switch b.Kind {
+		case KindSQLite, KindPostgres, KindMySQL:
+			if b.MaxOpenConns == 0 {
+				b.MaxOpenConns = 10
+				if b.Kind == KindSQLite {
+					b.MaxOpenConns = 4
+				}
+			}
+			if b.MaxIdleConns == 0 {
+				b.MaxIdleConns = b.MaxOpenConns
+			}
+			defD(&b.ConnMaxLifetime, 30*time.Minute)
+			defD(&b.QueryTimeout, 5*time.Second)
+		case KindCRM:
+			defD(&b.Timeout, 3*time.Second)
+			if b.MaxConcurrency == 0 {
+				b.MaxConcurrency = 16
+			}
+			def(&b.Hydrate, "auto")
+			if b.HydrateConcurrency == 0 {
+				b.HydrateConcurrency = 8
+			}
+			defD(&b.DocTTL, 60*time.Second)
+			if b.MaxBodyBytes == 0 {
+				b.MaxBodyBytes = 16 << 20
+			}
+		}
+		c.Backends[name] = b
+	}
+	for name, t := range c.Tenants {
+		def(&t.UpstreamTenant, name)
+		c.Tenants[name] = t
+	}
+	if c.Cache.MaxBytes == 0 {
+		c.Cache.MaxBytes = 256 << 20
+	}
+	defD(&c.Cache.TTL, 60*time.Second)
+	defD(&c.Cache.StaleWhileRevalidate, 5*time.Minute)
+	defD(&c.Cache.StaleIfError, time.Hour)
+	defD(&c.Cache.NegativeTTL, 10*time.Second)
+	defD(&c.Cache.FillTimeout, 10*time.Second)
+	if c.Breaker.Failures == 0 {
+		c.Breaker.Failures = 5
+	}
+	if c.Breaker.MinRequests == 0 {
+		c.Breaker.MinRequests = 20
+	}
+	defD(&c.Breaker.Window, 10*time.Second)
+	defD(&c.Breaker.OpenFor, 15*time.Second)
+	if c.Breaker.HalfOpenProbes == 0 {
+		c.Breaker.HalfOpenProbes = 3
+	}
+	defD(&c.Server.ReadHeaderTimeout, 5*time.Second)
+	defD(&c.Server.ReadTimeout, 15*time.Second)
+	defD(&c.Server.WriteTimeout, 30*time.Second)
+	defD(&c.Server.IdleTimeout, 120*time.Second)
+	if c.Server.MaxHeaderBytes == 0 {
+		c.Server.MaxHeaderBytes = 16 << 10
+	}
+	defD(&c.Server.ShutdownGrace, 20*time.Second)
+	def(&c.Telemetry.ServiceName, "listingproxy")
+	def(&c.Telemetry.Exporter, "none")
+	if c.Telemetry.SampleRatio == 0 {
+		c.Telemetry.SampleRatio = 1
+	}
+	def(&c.Log.Level, "info")
+	def(&c.Log.Format, "auto")
+}
+
+type problem struct{ path, msg string }
+
+var (
+	countryRe  = regexp.MustCompile(`^[a-z]{2}$`)
+	usernameRe = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,64}$`)
+)
+
+// validate returns every problem of a defaulted config, in a stable order.
+func (c *Config) validate() []problem {
+	var ps []problem
+	add := func(path, format string, args ...any) {
+		ps = append(ps, problem{path, fmt.Sprintf(format, args...)})
+	}
+	checkAddr := func(path, addr string, allowOff bool) {
+		if allowOff && (addr == "" || addr == "off") {
+			return
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			add(path, "invalid listen address %q (want host:port or :port)", addr)
+		}
+	}
+	checkAddr("listen", c.Listen, false)
+	checkAddr("admin_listen", c.AdminListen, true)
+	seen := map[string]bool{}
+	for i, cc := range c.Countries {
+		p := fmt.Sprintf("countries[%d]", i)
+		switch {
+		case !countryRe.MatchString(cc):
+			add(p, "invalid country %q (want two lower-case letters)", cc)
+		case Zones[cc] == "":
+			add(p, "unknown country %q (known: au, nz)", cc)
+		case seen[cc]:
+			add(p, "country %q listed twice", cc)
+		}
+		seen[cc] = true
+	}
+	if c.MaxResults < 1 || c.MaxResults > 100000 {
+		add("max_results", "must be between 1 and 100000, got %d", c.MaxResults)
+	}
+
+	if len(c.Backends) == 0 {
+		add("backends", "at least one backend is required")
+	}
+	for _, name := range sortedKeys(c.Backends) {
+		b := c.Backends[name]
+		p := "backends." + name
+		switch b.Kind {
+		case KindSQLite, KindPostgres, KindMySQL:
+			if b.DSN == "" {
+				add(p+".dsn", "required for a %s backend", b.Kind)
+			}
+			if b.URL != "" {
+				add(p+".url", "only crm backends take a url")
+			}
+			if b.MaxOpenConns < 0 {
+				add(p+".max_open_conns", "must not be negative")
+			}
+			if b.Notify && b.Kind != KindPostgres {
+				add(p+".notify", "change notifications need a postgres backend")
+			}
+		case KindCRM:
+			u, err := url.Parse(b.URL)
+			switch {
+			case b.URL == "":
+				add(p+".url", "required for a crm backend")
+			case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+				add(p+".url", "invalid url %q (want http(s)://host[:port][/path])", b.URL)
+			}
+			if b.DSN != "" {
+				add(p+".dsn", "crm backends take a url, not a dsn")
+			}
+			switch b.Hydrate {
+			case "auto", "always", "never":
+			default:
+				add(p+".hydrate", "invalid value %q (want auto, always or never)", b.Hydrate)
+			}
+			if b.MaxConcurrency < 1 {
+				add(p+".max_concurrency", "must be at least 1")
+			}
+		case "":
+			add(p+".kind", "required (sqlite, postgres, mysql or crm)")
+		default:
+			add(p+".kind", "unknown kind %q (want sqlite, postgres, mysql or crm)", b.Kind)
+		}
+	}
+
+	if len(c.Tenants) == 0 {
+		add("tenants", "at least one tenant is required")
+	}
+	for _, name := range sortedKeys(c.Tenants) {
+		t := c.Tenants[name]
+		p := "tenants." + name
+		b, ok := c.Backends[t.Backend]
+		switch {
+		case t.Backend == "":
+			add(p+".backend", "required")
+		case !ok:
+			add(p+".backend", "unknown backend %q", t.Backend)
+		case b.Kind == KindCRM && (t.UpstreamUsername == "" || t.UpstreamPassword == ""):
+			add(p+".upstream_username", "a tenant on a crm backend needs upstream_username and upstream_password")
+		}
+	}
+
+	users := map[string]bool{}
+	for i, u := range c.Users {
+		p := fmt.Sprintf("users[%d]", i)
+		if !usernameRe.MatchString(u.Username) {
+			add(p+".username", "invalid username %q (1-64 of letters, digits, . _ @ -)", u.Username)
+		} else if users[u.Username] {
+			add(p+".username", "duplicate username %q", u.Username)
+		}
+		users[u.Username] = true
+		checkHash(add, p+".password_bcrypt", u.PasswordBcrypt)
+		if _, ok := c.Tenants[u.Tenant]; !ok {
+			add(p+".tenant", "unknown tenant %q", u.Tenant)
+		}
+		for j, perm := range u.Permissions {
+			if perm != PermFull && perm != PermPrices {
+				add(fmt.Sprintf("%s.permissions[%d]", p, j), "unknown permission %q (want full or prices)", perm)
+			}
+		}
+	}
+	if c.Admin.Username != "" {
+		checkHash(add, "admin.password_bcrypt", c.Admin.PasswordBcrypt)
+	}
+
+	if c.Cache.MaxBytes < 1<<20 {
+		add("cache.max_bytes", "must be at least 1MiB")
+	}
+	for _, k := range sortedKeys(c.Cache.TTLs) {
+		if !contains(Resources, k) {
+			add("cache.ttls."+k, "unknown resource %q (want %s)", k, strings.Join(Resources, ", "))
+		}
+	}
+	if c.Breaker.FailureRatio < 0 || c.Breaker.FailureRatio > 1 {
+		add("breaker.failure_ratio", "must be between 0 and 1")
+	}
+	switch c.Telemetry.Exporter {
+	case "none", "stdout", "otlp-http", "otlp-grpc":
+	default:
+		add("telemetry.exporter", "unknown exporter %q (want none, stdout, otlp-http or otlp-grpc)", c.Telemetry.Exporter)
+	}
+	if c.Telemetry.SampleRatio < 0 || c.Telemetry.SampleRatio > 1 {
+		add("telemetry.sample_ratio", "must be between 0 and 1")
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		add("log.level", "unknown level %q (want debug, info, warn or error)", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "auto", "json", "text":
+	default:
+		add("log.format", "unknown format %q (want auto, json or text)", c.Log.Format)
+	}
+	return ps
+}
+
+func checkHash(add func(string, string, ...any), path, hash string) {
+	if hash == "" {
+		add(path, "required (a bcrypt hash; make one with: listingproxy hash-password)")
+		return
+	}
+	if _, err := bcrypt.Cost([]byte(hash)); err != nil {
+		add(path, "not a bcrypt hash (make one with: listingproxy hash-password)")
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ResourceTTL returns the cache TTL of a resource (properties, property, agents, agent).
+func (c *Cache) ResourceTTL(resource string) time.Duration {
+	if d, ok := c.TTLs[resource]; ok {
+		return d.D()
+	}
+	return c.TTL.D()
+}

@@ -1,0 +1,228 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"listingproxy/cache"
+	"listingproxy/normalize"
+	"listingproxy/proxy/render"
+	"listingproxy/upstream"
+)
+
+// Resource names: cache keys, policies, metrics.
+const (
+	resProperties = "properties"
+	resProperty   = "property"
+	resAgents     = "agents"
+	resAgent      = "agent"
+)
+
+// loader fetches and renders one response body. negative marks an answer
+// that is an error body (not found, criteria rejected by the backend).
+type loader func(ctx context.Context) (body []byte, negative bool, err error)
+
+func (s *Server) listProperties(w http.ResponseWriter, r *request) error {
+	q := r.URL.Query()
+	c, errs := normalize.ParseProperties(q, s.norm)
+	if err := s.criteriaErrors(r, q, c, errs); err != nil {
+		return err
+	}
+	t, f, o := r.who.tenant, r.format, s.renderOptions(r, c.Detail())
+	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
+	return s.serve(w, r, resProperties, c.Key(), func(ctx context.Context) ([]byte, bool, error) {
+		var ps []upstream.Property
+		err := s.call(ctx, t, func(ctx context.Context) (err error) {
+			ps, err = t.Backend.ListProperties(ctx, scope, c)
+			return err
+		})
+		if err != nil {
+			return answerOrFail(f, err)
+		}
+		return render.AppendPropertyList(nil, f, ps, o), false, nil
+	})
+}
+
+func (s *Server) listAgents(w http.ResponseWriter, r *request) error {
+	q := r.URL.Query()
+	c, errs := normalize.ParseAgents(q, s.norm)
+	if err := s.criteriaErrors(r, q, c, errs); err != nil {
+		return err
+	}
+	t, f, o := r.who.tenant, r.format, s.renderOptions(r, c.Detail())
+	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
+	return s.serve(w, r, resAgents, c.Key(), func(ctx context.Context) ([]byte, bool, error) {
+		var as []upstream.Agent
+		err := s.call(ctx, t, func(ctx context.Context) (err error) {
+			as, err = t.Backend.ListAgents(ctx, scope, c)
+			return err
+		})
+		if err != nil {
+			return answerOrFail(f, err)
+		}
+		return render.AppendAgentList(nil, f, as, o), false, nil
+	})
+}
+
+func (s *Server) getProperty(w http.ResponseWriter, r *request) error {
+	id, err := s.singleID(r)
+	if err != nil {
+		return err
+	}
+	t, f, o := r.who.tenant, r.format, s.renderOptions(r, normalize.Full)
+	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
+	return s.serve(w, r, resProperty, strconv.FormatInt(id, 10), func(ctx context.Context) ([]byte, bool, error) {
+		var p upstream.Property
+		err := s.call(ctx, t, func(ctx context.Context) (err error) {
+			p, err = t.Backend.GetProperty(ctx, scope, id)
+			return err
+		})
+		if errors.Is(err, upstream.ErrNotFound) {
+			return render.AppendError(nil, f, "Property with ID "+strconv.FormatInt(id, 10)+" not found"), true, nil
+		}
+		if err != nil {
+			return answerOrFail(f, err)
+		}
+		return render.AppendProperty(nil, f, &p, o), false, nil
+	})
+}
+
+func (s *Server) getAgent(w http.ResponseWriter, r *request) error {
+	id, err := s.singleID(r)
+	if err != nil {
+		return err
+	}
+	t, f, o := r.who.tenant, r.format, s.renderOptions(r, normalize.Full)
+	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
+	return s.serve(w, r, resAgent, strconv.FormatInt(id, 10), func(ctx context.Context) ([]byte, bool, error) {
+		var a upstream.Agent
+		err := s.call(ctx, t, func(ctx context.Context) (err error) {
+			a, err = t.Backend.GetAgent(ctx, scope, id)
+			return err
+		})
+		if errors.Is(err, upstream.ErrNotFound) {
+			return render.AppendError(nil, f, "Agent with ID "+strconv.FormatInt(id, 10)+" not found"), true, nil
+		}
+		if err != nil {
+			return answerOrFail(f, err)
+		}
+		return render.AppendAgent(nil, f, &a, o), false, nil
+	})
+}
+
+// answerOrFail turns a backend's criteria rejection into an error-list body
+// (an answer, cached as negative) and passes every other error on.
+func answerOrFail(f render.Format, err error) ([]byte, bool, error) {
+	var ce *upstream.CriteriaError
+	if errors.As(err, &ce) {
+		return render.AppendErrors(nil, f, ce.Errors), true, nil
+	}
+	return nil, false, err
+}
+
+// singleID checks the caller may see full detail (single resources are
+// always full) and parses the {id}.{ext} path segment.
+func (s *Server) singleID(r *request) (int64, error) {
+	if r.who.perms&PermFull == 0 {
+		return 0, &Error{Status: http.StatusOK, Message: msgNeedFull}
+	}
+	raw := strings.TrimSuffix(r.PathValue("file"), "."+r.format.String())
+	id, ok := normalize.ParseID(raw)
+	if !ok {
+		return 0, &Error{Status: http.StatusOK, Message: "ID " + strconv.Quote(truncate(raw, 64)) + " is not a valid number"}
+	}
+	return id, nil
+}
+
+// criteriaErrors merges the parser's errors with the permission check on
+// detail=full, keeping the spec's field order (detail comes before limit,
+// offset and order).
+func (s *Server) criteriaErrors(r *request, q url.Values, c normalize.Criteria, errs normalize.Errors) error {
+	needFull := r.who.perms&PermFull == 0 && !hasField(errs, "detail")
+	if needFull {
+		if errs == nil {
+			needFull = c.Detail() == normalize.Full
+		} else {
+			needFull = wantsFull(q)
+		}
+	}
+	if !needFull {
+		if errs != nil {
+			return errs
+		}
+		return nil
+	}
+	at := len(errs)
+	for i, fe := range errs {
+		if fe.Field == "limit" || fe.Field == "offset" || fe.Field == "order" {
+			at = i
+			break
+		}
+	}
+	out := make(normalize.Errors, 0, len(errs)+1)
+	out = append(out, errs[:at]...)
+	out = append(out, normalize.FieldError{Field: "detail", Message: msgNeedFull})
+	return append(out, errs[at:]...)
+}
+
+func hasField(errs normalize.Errors, field string) bool {
+	for _, fe := range errs {
+		if fe.Field == field {
+			return true
+		}
+	}
+	return false
+}
+
+func wantsFull(q url.Values) bool {
+	for _, k := range [...]string{"detail", "detail[]"} {
+		for _, v := range q[k] {
+			if strings.EqualFold(strings.TrimSpace(v), "full") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (s *Server) renderOptions(r *request, d normalize.Detail) render.Options {
+	return render.Options{Detail: d, Prices: r.who.perms&PermPrices != 0, Location: r.loc}
+}
+
+// serve answers from the cache, filling it through load on a miss. The key
+// holds the tenant, the caller's permissions, the country, the resource,
+// the format and the canonical criteria, so tenants and permission levels
+// never share a body.
+func (s *Server) serve(w http.ResponseWriter, r *request, resource, criteria string, load loader) error {
+	now := s.now
+	fill := func(ctx context.Context) (*cache.Entry, error) {
+		body, negative, err := load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return cache.NewEntry(body, r.format.ContentType(), negative, now()), nil
+	}
+	if s.cache == nil {
+		e, err := fill(r.Context())
+		if err != nil {
+			return err
+		}
+		s.writeEntry(w, r.Request, e, cache.Bypass)
+		return nil
+	}
+	k := cache.Key{
+		Tenant:   r.who.tenant.Name,
+		Resource: resource,
+		Variant:  r.who.variant + "|" + r.country + "|" + r.format.String() + "|" + criteria,
+	}
+	e, outcome, err := s.cache.Get(r.Context(), k, s.policy(resource), fill)
+	if err != nil {
+		return err
+	}
+	s.writeEntry(w, r.Request, e, outcome)
+	return nil
+}

@@ -1,0 +1,243 @@
+package render
+
+import (
+	"strconv"
+
+	"listingproxy/normalize"
+	"listingproxy/upstream"
+)
+
+// JSON documents are compact and end with a newline. Every value is a string
+// except price_to, which is null when absent. Keys are written as literals
+// together with their separators (`,"agency_id":`); they need no escaping.
+
+// jsonString appends s as a JSON string literal.
+func jsonString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	dst = appendJSONEscaped(dst, s)
+	return append(dst, '"')
+}
+
+// jsonField appends key (a literal such as `,"name":`) and s as a string.
+func jsonField(dst []byte, key, s string) []byte {
+	return jsonString(append(dst, key...), s)
+}
+
+func jsonInt(dst []byte, key string, v int64) []byte {
+	dst = append(dst, key...)
+	dst = append(dst, '"')
+	dst = strconv.AppendInt(dst, v, 10)
+	return append(dst, '"')
+}
+
+func jsonFloat(dst []byte, key string, v float64) []byte {
+	dst = append(dst, key...)
+	dst = append(dst, '"')
+	dst = appendFloat(dst, v)
+	return append(dst, '"')
+}
+
+// jsonFloatPtr appends v as a string, or the empty string when nil.
+func jsonFloatPtr(dst []byte, key string, v *float64) []byte {
+	if v == nil {
+		return append(append(dst, key...), `""`...)
+	}
+	return jsonFloat(dst, key, *v)
+}
+
+func jsonIntPtr(dst []byte, key string, v *int) []byte {
+	if v == nil {
+		return append(append(dst, key...), `""`...)
+	}
+	return jsonInt(dst, key, int64(*v))
+}
+
+func jsonPropertyList(dst []byte, ps []upstream.Property, lv level) []byte {
+	dst = jsonInt(append(dst, `{"properties":{`...), `"count":`, int64(len(ps)))
+	dst = append(dst, `,"property":[`...)
+	for i := range ps {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonProperty(dst, &ps[i], lv)
+	}
+	return append(dst, "]}}\n"...)
+}
+
+func jsonProperty(dst []byte, p *upstream.Property, lv level) []byte {
+	dst = jsonInt(append(dst, '{'), `"id":`, p.ID)
+	dst = jsonField(dst, `,"agency_id":`, p.AgencyID)
+	dst = append(dst, `,"last_updated":"`...)
+	dst = appendTime(dst, p.LastUpdated, lv.loc, lastUpdatedLayout)
+	dst = append(dst, `","approved":"`...)
+	dst = appendDate(dst, p.Approved)
+	dst = append(dst, `","address":{"display":"`...)
+	dst = appendBool(dst, p.AddressDisplay)
+	dst = append(dst, `","address":"`...)
+	dst = appendJSONEscaped(dst, p.StreetNumber)
+	if p.StreetNumber != "" && p.StreetName != "" {
+		dst = append(dst, ' ')
+	}
+	dst = appendJSONEscaped(dst, p.StreetName)
+	dst = append(dst, `"}`...)
+	dst = jsonField(dst, `,"status":`, p.Status)
+	dst = jsonFloat(dst, `,"latitude":`, p.Latitude)
+	dst = jsonFloat(dst, `,"longitude":`, p.Longitude)
+	if lv.full {
+		dst = jsonField(dst, `,"price":`, p.PriceText)
+		if lv.prices {
+			dst = jsonFloatPtr(dst, `,"price_from":`, p.PriceFrom)
+			if p.PriceTo == nil {
+				dst = append(dst, `,"price_to":null`...)
+			} else {
+				dst = jsonFloat(dst, `,"price_to":`, *p.PriceTo)
+			}
+		}
+		dst = jsonField(dst, `,"category":`, p.Category)
+		dst = jsonField(dst, `,"property_type":`, p.PropertyType)
+		dst = jsonField(dst, `,"suburb":`, p.Suburb)
+		dst = jsonField(dst, `,"area":`, p.Area)
+		dst = jsonField(dst, `,"region":`, p.Region)
+		dst = jsonIntPtr(dst, `,"bedrooms":`, p.Bedrooms)
+		dst = jsonIntPtr(dst, `,"bathrooms":`, p.Bathrooms)
+		dst = jsonFloatPtr(dst, `,"floor_size":`, p.FloorSize)
+		dst = jsonFloatPtr(dst, `,"lot_size":`, p.LotSize)
+		dst = jsonField(dst, `,"built_in":`, p.BuiltIn)
+		dst = jsonField(dst, `,"description":`, p.Description)
+	}
+
+	dst = jsonMedia(dst, `,"photos":`, `,"photo":[`, p.PhotoCount, p.Photos, true, lv.full)
+	dst = jsonMedia(dst, `,"virtualtours":`, `,"virtualtour":[`, p.VirtualTourCount, p.VirtualTours, false, lv.full)
+	dst = jsonMedia(dst, `,"floorplans":`, `,"floorplan":[`, p.FloorplanCount, p.Floorplans, false, lv.full)
+
+	dst = jsonInt(append(dst, `,"agents":{`...), `"count":`, int64(len(p.Agents)))
+	dst = append(dst, `,"agent":[`...)
+	for i, a := range p.Agents {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonInt(append(dst, '{'), `"id":`, a.ID)
+		dst = jsonField(dst, `,"name":`, a.Name)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, "]}"...)
+
+	if lv.full {
+		dst = jsonInt(append(dst, `,"openhomes":{`...), `"count":`, int64(len(p.OpenHomes)))
+		dst = append(dst, `,"openhome":`...)
+		// One open home is an object, any other number an array
+		// (docs/wire-format.md, design.md §4).
+		single := len(p.OpenHomes) == 1
+		if !single {
+			dst = append(dst, '[')
+		}
+		for i, oh := range p.OpenHomes {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"start":"`...)
+			dst = appendTime(dst, oh.Start, lv.loc, openHomeLayout)
+			dst = append(dst, `","end":"`...)
+			dst = appendTime(dst, oh.End, lv.loc, openHomeLayout)
+			dst = append(dst, `"}`...)
+		}
+		if !single {
+			dst = append(dst, ']')
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, '}')
+}
+
+// jsonMedia appends a media container: its count always, its items (always
+// an array) with full detail. Photos carry a type; tours and floorplans do not.
+func jsonMedia(dst []byte, containerKey, itemsKey string, count int, ms []upstream.Media, typed, full bool) []byte {
+	dst = jsonInt(append(append(dst, containerKey...), '{'), `"count":`, int64(count))
+	if !full {
+		return append(dst, '}')
+	}
+	dst = append(dst, itemsKey...)
+	for i := range ms {
+		m := &ms[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonField(append(dst, '{'), `"thumbnail":`, m.Thumbnail)
+		if typed {
+			dst = jsonField(dst, `,"type":`, m.Type)
+		}
+		dst = jsonField(dst, `,"caption":`, m.Caption)
+		dst = jsonInt(dst, `,"position":`, int64(m.Position))
+		dst = jsonField(dst, `,"url":`, m.URL)
+		dst = append(dst, '}')
+	}
+	return append(dst, "]}"...)
+}
+
+func jsonAgentList(dst []byte, as []upstream.Agent, lv level) []byte {
+	dst = jsonInt(append(dst, `{"agents":{`...), `"count":`, int64(len(as)))
+	dst = append(dst, `,"agent":[`...)
+	for i := range as {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonAgent(dst, &as[i], lv)
+	}
+	return append(dst, "]}}\n"...)
+}
+
+func jsonAgent(dst []byte, a *upstream.Agent, lv level) []byte {
+	dst = jsonInt(append(dst, '{'), `"id":`, a.ID)
+	dst = jsonField(dst, `,"name":`, a.Name)
+	if lv.full {
+		dst = jsonField(dst, `,"username":`, a.Username)
+		dst = jsonField(dst, `,"phone":`, a.Phone)
+		dst = jsonField(dst, `,"after_hours_phone":`, a.AfterHoursPhone)
+		dst = jsonField(dst, `,"mobile_phone":`, a.MobilePhone)
+		dst = jsonField(dst, `,"email":`, a.Email)
+		dst = jsonField(dst, `,"description":`, a.Description)
+		dst = jsonField(dst, `,"photo":`, a.PhotoURL)
+		dst = jsonField(dst, `,"website_url":`, a.WebsiteURL)
+	}
+	dst = jsonInt(append(dst, `,"properties":{`...), `"count":`, int64(a.PropertyCount))
+	if lv.full {
+		dst = append(dst, `,"property":[`...)
+		for i := range a.Properties {
+			pr := &a.Properties[i]
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = jsonInt(append(dst, '{'), `"id":`, pr.ID)
+			dst = append(dst, `,"last_updated":"`...)
+			dst = appendTime(dst, pr.LastUpdated, lv.loc, lastUpdatedLayout)
+			dst = append(dst, '"')
+			dst = jsonField(dst, `,"address":`, pr.Address)
+			dst = jsonField(dst, `,"agency_id":`, pr.AgencyID)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, "}}"...)
+}
+
+func jsonErrors(dst []byte, errs normalize.Errors) []byte {
+	dst = jsonInt(append(dst, `{"errors":{`...), `"count":`, int64(len(errs)))
+	dst = append(dst, `,"error":`...)
+	// One error is an object, any other number an array (spec §7).
+	single := len(errs) == 1
+	if !single {
+		dst = append(dst, '[')
+	}
+	for i, e := range errs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonField(append(dst, '{'), `"field":`, e.Field)
+		dst = jsonField(dst, `,"message":`, e.Message)
+		dst = append(dst, '}')
+	}
+	if !single {
+		dst = append(dst, ']')
+	}
+	return append(dst, "}}\n"...)
+}

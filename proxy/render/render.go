@@ -1,0 +1,223 @@
+// Package render owns the wire format of the listing API: it appends the XML
+// and JSON documents of docs/wire-format.md (property and agent lists, single
+// resources, the error list and the single error) to a caller's buffer.
+//
+// Documents are written directly with append and strconv, never through
+// encoding/xml, encoding/json, reflection or fmt, so that a caller who reuses
+// its buffer renders without allocating. The package does its own escaping.
+//
+// It imports only the standard library, listingproxy/upstream (the records it
+// renders) and listingproxy/normalize (detail levels and the error list). It
+// must not import proxy, cache, config or any upstream adapter.
+package render
+
+import (
+	"strconv"
+	"time"
+
+	"listingproxy/normalize"
+	"listingproxy/upstream"
+)
+
+// Format is the representation of a response, chosen by the path's file
+// extension. The zero value is not a valid format; passing an invalid Format
+// to an Append function panics.
+type Format uint8
+
+// The formats.
+const (
+	XML Format = iota + 1
+	JSON
+)
+
+// ParseFormat returns the format named by a path's file extension, without
+// the dot: "xml" or "json". Matching is case-sensitive, as paths are.
+func ParseFormat(ext string) (Format, bool) {
+	switch ext {
+	case "xml":
+		return XML, true
+	case "json":
+		return JSON, true
+	}
+	return 0, false
+}
+
+// ContentType returns the value of the Content-Type header for f, or "" when
+// f is not a valid format.
+func (f Format) ContentType() string {
+	switch f {
+	case XML:
+		return "application/xml; charset=utf-8"
+	case JSON:
+		return "application/json; charset=utf-8"
+	}
+	return ""
+}
+
+// String returns the file extension of f ("xml" or "json"), or "Format(N)"
+// when f is not a valid format.
+func (f Format) String() string {
+	switch f {
+	case XML:
+		return "xml"
+	case JSON:
+		return "json"
+	}
+	return "Format(" + strconv.Itoa(int(f)) + ")"
+}
+
+// Options tune the rendering of a document. The zero value renders short
+// lists, without prices, with times in UTC.
+type Options struct {
+	// Detail is the detail level of lists; the zero value is normalize.Short.
+	// Single resources are always rendered with full detail.
+	Detail normalize.Detail
+	// Prices includes the raw price_from and price_to of properties. It only
+	// has an effect with full detail.
+	Prices bool
+	// Location is the zone in which last_updated and open-home times are
+	// rendered (the country's zone). Nil means UTC.
+	Location *time.Location
+}
+
+// level is the resolved set of optional parts of a document.
+type level struct {
+	full   bool
+	prices bool
+	loc    *time.Location
+}
+
+func (o Options) level(full bool) level {
+	loc := o.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	return level{full: full, prices: full && o.Prices, loc: loc}
+}
+
+// Time layouts of docs/wire-format.md.
+const (
+	lastUpdatedLayout = "Mon Jan 02 15:04:05 -0700 2006"
+	approvedLayout    = "2006-01-02"
+	openHomeLayout    = "2006-01-02 15:04:05"
+)
+
+// AppendPropertyList appends the property list document of ps at the detail
+// level of o and returns the extended buffer. The document's count is len(ps).
+func AppendPropertyList(dst []byte, f Format, ps []upstream.Property, o Options) []byte {
+	lv := o.level(o.Detail == normalize.Full)
+	switch f {
+	case XML:
+		return xmlPropertyList(dst, ps, lv)
+	case JSON:
+		return jsonPropertyList(dst, ps, lv)
+	}
+	panic(badFormat(f))
+}
+
+// AppendProperty appends the single-property document of p, always with full
+// detail, and returns the extended buffer. o.Detail is ignored.
+func AppendProperty(dst []byte, f Format, p *upstream.Property, o Options) []byte {
+	lv := o.level(true)
+	switch f {
+	case XML:
+		dst = append(dst, xmlHeader...)
+		return xmlProperty(dst, 0, p, lv)
+	case JSON:
+		dst = append(dst, `{"property":`...)
+		dst = jsonProperty(dst, p, lv)
+		return append(dst, "}\n"...)
+	}
+	panic(badFormat(f))
+}
+
+// AppendAgentList appends the agent list document of as at the detail level
+// of o and returns the extended buffer. The document's count is len(as).
+// o.Prices is ignored.
+func AppendAgentList(dst []byte, f Format, as []upstream.Agent, o Options) []byte {
+	lv := o.level(o.Detail == normalize.Full)
+	switch f {
+	case XML:
+		return xmlAgentList(dst, as, lv)
+	case JSON:
+		return jsonAgentList(dst, as, lv)
+	}
+	panic(badFormat(f))
+}
+
+// AppendAgent appends the single-agent document of a, always with full
+// detail, and returns the extended buffer. o.Detail and o.Prices are ignored.
+func AppendAgent(dst []byte, f Format, a *upstream.Agent, o Options) []byte {
+	lv := o.level(true)
+	switch f {
+	case XML:
+		dst = append(dst, xmlHeader...)
+		return xmlAgent(dst, 0, a, lv)
+	case JSON:
+		dst = append(dst, `{"agent":`...)
+		dst = jsonAgent(dst, a, lv)
+		return append(dst, "}\n"...)
+	}
+	panic(badFormat(f))
+}
+
+// AppendErrors appends the error list document of errs (the answer to
+// invalid criteria) and returns the extended buffer. In JSON, exactly one
+// error is rendered as an object, any other number as an array.
+func AppendErrors(dst []byte, f Format, errs normalize.Errors) []byte {
+	switch f {
+	case XML:
+		return xmlErrors(dst, errs)
+	case JSON:
+		return jsonErrors(dst, errs)
+	}
+	panic(badFormat(f))
+}
+
+// AppendError appends the single-error document carrying msg (not found,
+// unauthorized, unavailable) and returns the extended buffer.
+func AppendError(dst []byte, f Format, msg string) []byte {
+	switch f {
+	case XML:
+		dst = append(dst, xmlHeader...)
+		return xmlString(dst, 0, "error", msg)
+	case JSON:
+		dst = append(dst, `{"error":`...)
+		dst = jsonString(dst, msg)
+		return append(dst, "}\n"...)
+	}
+	panic(badFormat(f))
+}
+
+func badFormat(f Format) string {
+	return "render: invalid format " + f.String()
+}
+
+// appendTime appends t in loc with layout; the zero time renders as the empty
+// value.
+func appendTime(dst []byte, t time.Time, loc *time.Location, layout string) []byte {
+	if t.IsZero() {
+		return dst
+	}
+	return t.In(loc).AppendFormat(dst, layout)
+}
+
+// appendDate appends the calendar date of t as it was given, without moving
+// it to another zone: approved is a date, not an instant.
+func appendDate(dst []byte, t time.Time) []byte {
+	if t.IsZero() {
+		return dst
+	}
+	return t.AppendFormat(dst, approvedLayout)
+}
+
+func appendFloat(dst []byte, v float64) []byte {
+	return strconv.AppendFloat(dst, v, 'f', -1, 64)
+}
+
+func appendBool(dst []byte, v bool) []byte {
+	if v {
+		return append(dst, "true"...)
+	}
+	return append(dst, "false"...)
+}

@@ -1,0 +1,328 @@
+package render
+
+import (
+	"strconv"
+	"time"
+
+	"listingproxy/normalize"
+	"listingproxy/upstream"
+)
+
+// XML documents: a declaration line, then one element per line indented by
+// two spaces per level. An element with no content is self-closing.
+
+const xmlHeader = `<?xml version="1.0" encoding="UTF-8"?>` + "\n"
+
+func xmlIndent(dst []byte, depth int) []byte {
+	for range depth {
+		dst = append(dst, "  "...)
+	}
+	return dst
+}
+
+// xmlStart appends the indented "<name" of a start tag, leaving it open for
+// attributes.
+func xmlStart(dst []byte, depth int, name string) []byte {
+	dst = xmlIndent(dst, depth)
+	dst = append(dst, '<')
+	return append(dst, name...)
+}
+
+// xmlEnd appends "</name>" and the end of the line.
+func xmlEnd(dst []byte, name string) []byte {
+	dst = append(dst, "</"...)
+	dst = append(dst, name...)
+	return append(dst, ">\n"...)
+}
+
+// xmlEndBlock appends the indented end tag of an element whose children were
+// on their own lines.
+func xmlEndBlock(dst []byte, depth int, name string) []byte {
+	return xmlEnd(xmlIndent(dst, depth), name)
+}
+
+// xmlEmpty appends the indented self-closing element <name/>.
+func xmlEmpty(dst []byte, depth int, name string) []byte {
+	dst = xmlStart(dst, depth, name)
+	return append(dst, "/>\n"...)
+}
+
+func xmlString(dst []byte, depth int, name, s string) []byte {
+	if s == "" {
+		return xmlEmpty(dst, depth, name)
+	}
+	dst = xmlStart(dst, depth, name)
+	dst = append(dst, '>')
+	dst = appendXMLText(dst, s)
+	return xmlEnd(dst, name)
+}
+
+func xmlFloat(dst []byte, depth int, name string, v float64) []byte {
+	dst = xmlStart(dst, depth, name)
+	dst = append(dst, '>')
+	dst = appendFloat(dst, v)
+	return xmlEnd(dst, name)
+}
+
+func xmlFloatPtr(dst []byte, depth int, name string, v *float64) []byte {
+	if v == nil {
+		return xmlEmpty(dst, depth, name)
+	}
+	return xmlFloat(dst, depth, name, *v)
+}
+
+func xmlIntPtr(dst []byte, depth int, name string, v *int) []byte {
+	if v == nil {
+		return xmlEmpty(dst, depth, name)
+	}
+	dst = xmlStart(dst, depth, name)
+	dst = append(dst, '>')
+	dst = strconv.AppendInt(dst, int64(*v), 10)
+	return xmlEnd(dst, name)
+}
+
+// xmlTime appends an element holding t in loc with layout, empty for the
+// zero time. The layouts yield ASCII letters, digits, spaces and "-:+" only,
+// so there is nothing to escape.
+func xmlTime(dst []byte, depth int, name string, t time.Time, loc *time.Location, layout string) []byte {
+	if t.IsZero() {
+		return xmlEmpty(dst, depth, name)
+	}
+	dst = xmlStart(dst, depth, name)
+	dst = append(dst, '>')
+	dst = appendTime(dst, t, loc, layout)
+	return xmlEnd(dst, name)
+}
+
+// xmlDate appends an element holding the date of t, empty for the zero time.
+func xmlDate(dst []byte, depth int, name string, t time.Time) []byte {
+	if t.IsZero() {
+		return xmlEmpty(dst, depth, name)
+	}
+	dst = xmlStart(dst, depth, name)
+	dst = append(dst, '>')
+	dst = appendDate(dst, t)
+	return xmlEnd(dst, name)
+}
+
+// xmlAttrInt appends ` name="v"`.
+func xmlAttrInt(dst []byte, name string, v int64) []byte {
+	dst = append(dst, ' ')
+	dst = append(dst, name...)
+	dst = append(dst, `="`...)
+	dst = strconv.AppendInt(dst, v, 10)
+	return append(dst, '"')
+}
+
+// xmlAttr appends ` name="escaped s"`.
+func xmlAttr(dst []byte, name, s string) []byte {
+	dst = append(dst, ' ')
+	dst = append(dst, name...)
+	dst = append(dst, `="`...)
+	dst = appendXMLAttr(dst, s)
+	return append(dst, '"')
+}
+
+// xmlCountOpen appends `<name count="n"` and, when the collection has items,
+// closes the start tag; otherwise it self-closes the element. It reports
+// whether items follow.
+func xmlCountOpen(dst []byte, depth int, name string, count int, items bool) ([]byte, bool) {
+	dst = xmlStart(dst, depth, name)
+	dst = xmlAttrInt(dst, "count", int64(count))
+	if !items {
+		return append(dst, "/>\n"...), false
+	}
+	return append(dst, ">\n"...), true
+}
+
+func xmlPropertyList(dst []byte, ps []upstream.Property, lv level) []byte {
+	dst = append(dst, xmlHeader...)
+	dst, open := xmlCountOpen(dst, 0, "properties", len(ps), len(ps) > 0)
+	if !open {
+		return dst
+	}
+	for i := range ps {
+		dst = xmlProperty(dst, 1, &ps[i], lv)
+	}
+	return xmlEndBlock(dst, 0, "properties")
+}
+
+func xmlProperty(dst []byte, depth int, p *upstream.Property, lv level) []byte {
+	d := depth + 1
+	dst = xmlStart(dst, depth, "property")
+	dst = xmlAttrInt(dst, "id", p.ID)
+	dst = append(dst, ` last_updated="`...)
+	dst = appendTime(dst, p.LastUpdated, lv.loc, lastUpdatedLayout)
+	dst = append(dst, "\">\n"...)
+
+	dst = xmlString(dst, d, "agency_id", p.AgencyID)
+	dst = xmlDate(dst, d, "approved", p.Approved)
+
+	dst = xmlStart(dst, d, "address")
+	dst = append(dst, ` display="`...)
+	dst = appendBool(dst, p.AddressDisplay)
+	dst = append(dst, '"')
+	if p.StreetNumber == "" && p.StreetName == "" {
+		dst = append(dst, "/>\n"...)
+	} else {
+		dst = append(dst, '>')
+		dst = appendXMLText(dst, p.StreetNumber)
+		if p.StreetNumber != "" && p.StreetName != "" {
+			dst = append(dst, ' ')
+		}
+		dst = appendXMLText(dst, p.StreetName)
+		dst = xmlEnd(dst, "address")
+	}
+
+	dst = xmlString(dst, d, "status", p.Status)
+	dst = xmlFloat(dst, d, "latitude", p.Latitude)
+	dst = xmlFloat(dst, d, "longitude", p.Longitude)
+	if lv.full {
+		dst = xmlString(dst, d, "price", p.PriceText)
+		if lv.prices {
+			dst = xmlFloatPtr(dst, d, "price_from", p.PriceFrom)
+			dst = xmlFloatPtr(dst, d, "price_to", p.PriceTo)
+		}
+		dst = xmlString(dst, d, "category", p.Category)
+		dst = xmlString(dst, d, "property_type", p.PropertyType)
+		dst = xmlString(dst, d, "suburb", p.Suburb)
+		dst = xmlString(dst, d, "area", p.Area)
+		dst = xmlString(dst, d, "region", p.Region)
+		dst = xmlIntPtr(dst, d, "bedrooms", p.Bedrooms)
+		dst = xmlIntPtr(dst, d, "bathrooms", p.Bathrooms)
+		dst = xmlFloatPtr(dst, d, "floor_size", p.FloorSize)
+		dst = xmlFloatPtr(dst, d, "lot_size", p.LotSize)
+		dst = xmlString(dst, d, "built_in", p.BuiltIn)
+		dst = xmlString(dst, d, "description", p.Description)
+	}
+
+	dst = xmlMedia(dst, d, "photos", "photo", p.PhotoCount, p.Photos, true, lv.full)
+	dst = xmlMedia(dst, d, "virtualtours", "virtualtour", p.VirtualTourCount, p.VirtualTours, false, lv.full)
+	dst = xmlMedia(dst, d, "floorplans", "floorplan", p.FloorplanCount, p.Floorplans, false, lv.full)
+
+	dst, open := xmlCountOpen(dst, d, "agents", len(p.Agents), len(p.Agents) > 0)
+	if open {
+		for _, a := range p.Agents {
+			dst = xmlStart(dst, d+1, "agent")
+			dst = xmlAttrInt(dst, "id", a.ID)
+			if a.Name == "" {
+				dst = append(dst, "/>\n"...)
+				continue
+			}
+			dst = append(dst, '>')
+			dst = appendXMLText(dst, a.Name)
+			dst = xmlEnd(dst, "agent")
+		}
+		dst = xmlEndBlock(dst, d, "agents")
+	}
+
+	if lv.full {
+		dst, open = xmlCountOpen(dst, d, "openhomes", len(p.OpenHomes), len(p.OpenHomes) > 0)
+		if open {
+			for _, oh := range p.OpenHomes {
+				dst = xmlStart(dst, d+1, "openhome")
+				dst = append(dst, ">\n"...)
+				dst = xmlTime(dst, d+2, "start", oh.Start, lv.loc, openHomeLayout)
+				dst = xmlTime(dst, d+2, "end", oh.End, lv.loc, openHomeLayout)
+				dst = xmlEndBlock(dst, d+1, "openhome")
+			}
+			dst = xmlEndBlock(dst, d, "openhomes")
+		}
+	}
+	return xmlEndBlock(dst, depth, "property")
+}
+
+// xmlMedia appends a media container: its count always, its items with full
+// detail. Photos carry a type attribute; tours and floorplans do not.
+func xmlMedia(dst []byte, depth int, container, item string, count int, ms []upstream.Media, typed, full bool) []byte {
+	dst, open := xmlCountOpen(dst, depth, container, count, full && len(ms) > 0)
+	if !open {
+		return dst
+	}
+	for i := range ms {
+		m := &ms[i]
+		dst = xmlStart(dst, depth+1, item)
+		if typed {
+			dst = xmlAttr(dst, "type", m.Type)
+		}
+		dst = xmlAttr(dst, "caption", m.Caption)
+		dst = xmlAttrInt(dst, "position", int64(m.Position))
+		dst = xmlAttr(dst, "thumbnail", m.Thumbnail)
+		if m.URL == "" {
+			dst = append(dst, "/>\n"...)
+			continue
+		}
+		dst = append(dst, '>')
+		dst = appendXMLText(dst, m.URL)
+		dst = xmlEnd(dst, item)
+	}
+	return xmlEndBlock(dst, depth, container)
+}
+
+func xmlAgentList(dst []byte, as []upstream.Agent, lv level) []byte {
+	dst = append(dst, xmlHeader...)
+	dst, open := xmlCountOpen(dst, 0, "agents", len(as), len(as) > 0)
+	if !open {
+		return dst
+	}
+	for i := range as {
+		dst = xmlAgent(dst, 1, &as[i], lv)
+	}
+	return xmlEndBlock(dst, 0, "agents")
+}
+
+func xmlAgent(dst []byte, depth int, a *upstream.Agent, lv level) []byte {
+	d := depth + 1
+	dst = xmlStart(dst, depth, "agent")
+	dst = xmlAttrInt(dst, "id", a.ID)
+	dst = append(dst, ">\n"...)
+
+	dst = xmlString(dst, d, "name", a.Name)
+	if lv.full {
+		dst = xmlString(dst, d, "username", a.Username)
+		dst = xmlString(dst, d, "phone", a.Phone)
+		dst = xmlString(dst, d, "after_hours_phone", a.AfterHoursPhone)
+		dst = xmlString(dst, d, "mobile_phone", a.MobilePhone)
+		dst = xmlString(dst, d, "email", a.Email)
+		dst = xmlString(dst, d, "description", a.Description)
+		dst = xmlString(dst, d, "photo", a.PhotoURL)
+		dst = xmlString(dst, d, "website_url", a.WebsiteURL)
+	}
+
+	dst, open := xmlCountOpen(dst, d, "properties", a.PropertyCount, lv.full && len(a.Properties) > 0)
+	if open {
+		for i := range a.Properties {
+			pr := &a.Properties[i]
+			dst = xmlStart(dst, d+1, "property")
+			dst = xmlAttrInt(dst, "id", pr.ID)
+			dst = append(dst, ` last_updated="`...)
+			dst = appendTime(dst, pr.LastUpdated, lv.loc, lastUpdatedLayout)
+			dst = append(dst, "\">\n"...)
+			dst = xmlString(dst, d+2, "address", pr.Address)
+			dst = xmlString(dst, d+2, "agency_id", pr.AgencyID)
+			dst = xmlEndBlock(dst, d+1, "property")
+		}
+		dst = xmlEndBlock(dst, d, "properties")
+	}
+	return xmlEndBlock(dst, depth, "agent")
+}
+
+func xmlErrors(dst []byte, errs normalize.Errors) []byte {
+	dst = append(dst, xmlHeader...)
+	dst, open := xmlCountOpen(dst, 0, "errors", len(errs), len(errs) > 0)
+	if !open {
+		return dst
+	}
+	for _, e := range errs {
+		dst = xmlStart(dst, 1, "error")
+		dst = xmlAttr(dst, "field", e.Field)
+		if e.Message == "" {
+			dst = append(dst, "/>\n"...)
+			continue
+		}
+		dst = append(dst, '>')
+		dst = appendXMLText(dst, e.Message)
+		dst = xmlEnd(dst, "error")
+	}
+	return xmlEndBlock(dst, 0, "errors")
+}

@@ -1,0 +1,429 @@
+package crm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"listingproxy/normalize"
+	"listingproxy/upstream"
+)
+
+// Defaults of Options.
+const (
+	DefaultTimeout            = 3 * time.Second
+	DefaultMaxConcurrency     = 16
+	DefaultMaxBodyBytes       = 16 << 20
+	DefaultHydrateConcurrency = 8
+	DefaultDocTTL             = 30 * time.Second
+)
+
+// Bounds of the in-package caches. Documents are small (a few KiB); the bound
+// keeps the worst case at a few tens of MiB.
+const (
+	maxCachedDocs  = 4096
+	maxCachedMemos = 1024
+	autoHitPercent = 80 // HydrateAuto hydrates when at least this share of docs is cached
+)
+
+// HydrateMode says how full-detail property lists are fetched (see the
+// package documentation).
+type HydrateMode uint8
+
+// The hydrate modes. The zero value is HydrateAuto.
+const (
+	HydrateAuto   HydrateMode = iota // hydrate when most documents are cached
+	HydrateAlways                    // short list plus one call per document
+	HydrateNever                     // one detail=full list call
+)
+
+func (m HydrateMode) String() string {
+	switch m {
+	case HydrateAuto:
+		return "auto"
+	case HydrateAlways:
+		return "always"
+	case HydrateNever:
+		return "never"
+	}
+	return "HydrateMode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// ParseHydrateMode parses "auto", "always" or "never" (case-insensitive;
+// surrounding spaces ignored). The empty string is "auto".
+func ParseHydrateMode(s string) (HydrateMode, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "auto":
+		return HydrateAuto, nil
+	case "always":
+		return HydrateAlways, nil
+	case "never":
+		return HydrateNever, nil
+	}
+	return 0, fmt.Errorf("crm: invalid hydrate mode %q: want auto, always or never", s)
+}
+
+// Credential is a tenant's login at the legacy endpoint.
+type Credential struct {
+	Username string
+	Password string
+}
+
+// Options configure a Client. The zero value of every field but BaseURL
+// works.
+type Options struct {
+	// BaseURL is the legacy endpoint's base address, http or https, without
+	// credentials, query or fragment, e.g. "http://127.0.0.1:9000" or
+	// "https://crm.example/api". Required.
+	BaseURL string
+	// Credentials holds each tenant's upstream login, by upstream.Scope.Tenant.
+	// A call for a tenant without an entry fails without reaching the CRM.
+	Credentials map[string]Credential
+	// Timeout bounds each upstream call, from waiting for a concurrency slot
+	// to reading the last byte of the body. Default DefaultTimeout (3s).
+	Timeout time.Duration
+	// MaxConcurrency caps concurrent upstream calls across the Client.
+	// Default DefaultMaxConcurrency (16).
+	MaxConcurrency int
+	// MaxBodyBytes caps the size of one (decompressed) response body.
+	// Default DefaultMaxBodyBytes (16 MiB).
+	MaxBodyBytes int64
+	// Hydrate chooses how full-detail property lists are fetched. Default
+	// HydrateAuto.
+	Hydrate HydrateMode
+	// HydrateConcurrency caps the concurrent document fetches of one
+	// hydration. Default DefaultHydrateConcurrency (8).
+	HydrateConcurrency int
+	// DocTTL is how long a fetched property document may be reused by
+	// hydration. Default DefaultDocTTL (30s); negative disables reuse.
+	DocTTL time.Duration
+	// HTTPClient makes the calls. Default: a client of the Client's own with
+	// a Transport tuned to MaxConcurrency and Timeout (never
+	// http.DefaultClient). Its Timeout field should be zero: the Client sets
+	// deadlines per call.
+	HTTPClient *http.Client
+	// Now returns the current time; it drops ended open homes and ages
+	// cached documents. Default time.Now.
+	Now func() time.Time
+}
+
+// Client is an upstream.Backend backed by the legacy CRM. It is safe for
+// concurrent use. Create it with New.
+type Client struct {
+	base        *url.URL
+	creds       map[string]Credential
+	timeout     time.Duration
+	sem         chan struct{}
+	maxBody     int64
+	hydrate     HydrateMode
+	hydrateConc int
+	docTTL      time.Duration
+	hc          *http.Client
+	transport   *http.Transport // non-nil when the Client owns hc
+	now         func() time.Time
+	zones       map[string]*time.Location
+
+	docs    *lru[docKey, upstream.Property]
+	memos   *lru[memoKey, []int64]
+	flights singleflight.Group
+
+	stats struct {
+		calls, docHits, docFetches, hydrations, fullLists atomic.Int64
+	}
+}
+
+var _ upstream.Backend = (*Client)(nil)
+
+// countryZones are the zones in which the CRM writes local times. Other
+// countries are read as UTC.
+var countryZones = map[string]string{
+	"au": "Australia/Sydney",
+	"nz": "Pacific/Auckland",
+}
+
+// New returns a Client for o, or an error naming every invalid option.
+func New(o Options) (*Client, error) {
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+
+	base, err := url.Parse(strings.TrimSpace(o.BaseURL))
+	switch {
+	case o.BaseURL == "":
+		bad("BaseURL is required")
+	case err != nil:
+		bad("BaseURL: %v", err)
+	case base.Scheme != "http" && base.Scheme != "https":
+		bad("BaseURL %q: scheme must be http or https", o.BaseURL)
+	case base.Host == "":
+		bad("BaseURL %q: no host", o.BaseURL)
+	case base.User != nil:
+		bad("BaseURL: must not carry credentials (use Credentials)")
+	case base.RawQuery != "" || base.Fragment != "":
+		bad("BaseURL %q: must not have a query or fragment", o.BaseURL)
+	}
+	if o.Timeout < 0 {
+		bad("Timeout %s: must not be negative", o.Timeout)
+	}
+	if o.MaxConcurrency < 0 {
+		bad("MaxConcurrency %d: must not be negative", o.MaxConcurrency)
+	}
+	if o.MaxBodyBytes < 0 {
+		bad("MaxBodyBytes %d: must not be negative", o.MaxBodyBytes)
+	}
+	if o.HydrateConcurrency < 0 {
+		bad("HydrateConcurrency %d: must not be negative", o.HydrateConcurrency)
+	}
+	if o.Hydrate > HydrateNever {
+		bad("Hydrate %s: unknown mode", o.Hydrate)
+	}
+	creds := make(map[string]Credential, len(o.Credentials))
+	for tenant, cr := range o.Credentials {
+		if cr.Username == "" {
+			bad("Credentials[%q]: empty username", tenant)
+		}
+		creds[tenant] = cr
+	}
+	zones := make(map[string]*time.Location, len(countryZones))
+	for country, name := range countryZones {
+		loc, err := time.LoadLocation(name)
+		if err != nil {
+			bad("time zone %s for country %s: %v (link time/tzdata into the binary)", name, country, err)
+			continue
+		}
+		zones[country] = loc
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("crm: invalid options: %s", strings.Join(problems, "; "))
+	}
+
+	c := &Client{
+		base:        base,
+		creds:       creds,
+		timeout:     orDefault(o.Timeout, DefaultTimeout),
+		maxBody:     orDefault(o.MaxBodyBytes, DefaultMaxBodyBytes),
+		hydrate:     o.Hydrate,
+		hydrateConc: orDefault(o.HydrateConcurrency, DefaultHydrateConcurrency),
+		docTTL:      orDefault(o.DocTTL, DefaultDocTTL),
+		hc:          o.HTTPClient,
+		now:         o.Now,
+		zones:       zones,
+		docs:        newLRU[docKey, upstream.Property](maxCachedDocs),
+		memos:       newLRU[memoKey, []int64](maxCachedMemos),
+	}
+	c.base.Path = strings.TrimRight(c.base.Path, "/")
+	c.base.RawPath = ""
+	maxConc := orDefault(o.MaxConcurrency, DefaultMaxConcurrency)
+	c.sem = make(chan struct{}, maxConc)
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.hc == nil {
+		c.transport = &http.Transport{
+			Proxy: http.ProxyFromEnvironment,
+			DialContext: (&net.Dialer{
+				Timeout:   c.timeout,
+				KeepAlive: 30 * time.Second,
+			}).DialContext,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          2 * maxConc,
+			MaxIdleConnsPerHost:   maxConc, // every slot can keep its connection warm
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   c.timeout,
+			ResponseHeaderTimeout: c.timeout,
+			ExpectContinueTimeout: time.Second,
+		}
+		c.hc = &http.Client{Transport: c.transport}
+	}
+	return c, nil
+}
+
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// Close releases the idle connections of the Client's own transport. The
+// Client remains usable. It does nothing when Options.HTTPClient was given.
+func (c *Client) Close() {
+	if c.transport != nil {
+		c.transport.CloseIdleConnections()
+	}
+}
+
+// Stats are counters since the Client was created.
+type Stats struct {
+	Calls      int64 // upstream HTTP calls started
+	DocHits    int64 // property documents reused from the cache by hydration
+	DocFetches int64 // property documents fetched by hydration (after single-flight)
+	Hydrations int64 // full-detail lists answered by hydration
+	FullLists  int64 // full-detail lists answered by one detail=full call
+}
+
+// Stats returns the Client's counters.
+func (c *Client) Stats() Stats {
+	return Stats{
+		Calls:      c.stats.calls.Load(),
+		DocHits:    c.stats.docHits.Load(),
+		DocFetches: c.stats.docFetches.Load(),
+		Hydrations: c.stats.hydrations.Load(),
+		FullLists:  c.stats.fullLists.Load(),
+	}
+}
+
+// ListProperties returns the properties the criteria select, in the CRM's
+// order. A full-detail list may be hydrated (see the package documentation).
+func (c *Client) ListProperties(ctx context.Context, s upstream.Scope, cr normalize.Criteria) ([]upstream.Property, error) {
+	return c.listProperties(ctx, s, cr.Values(), cr.Detail(), cr.Key())
+}
+
+// listProperties is ListProperties on the criteria's parts; key identifies
+// the criteria for HydrateAuto.
+func (c *Client) listProperties(ctx context.Context, s upstream.Scope, q url.Values, detail normalize.Detail, key string) ([]upstream.Property, error) {
+	op := "crm: list properties " + s.Country
+	var (
+		props []upstream.Property
+		err   error
+	)
+	switch {
+	case detail != normalize.Full:
+		props, err = c.fetchPropertyList(ctx, s, q, normalize.Short)
+	case c.shouldHydrate(s, key):
+		c.stats.hydrations.Add(1)
+		props, err = c.hydrated(ctx, s, q, key)
+	default:
+		c.stats.fullLists.Add(1)
+		props, err = c.fetchPropertyList(ctx, s, q, normalize.Full)
+		if err == nil && c.hydrate == HydrateAuto && c.docTTL > 0 {
+			c.seed(s, key, props)
+		}
+	}
+	if err != nil {
+		return nil, c.wrap(ctx, op, err)
+	}
+	now := c.now()
+	for i := range props {
+		props[i].OpenHomes = currentOpenHomes(props[i].OpenHomes, now)
+	}
+	return props, nil
+}
+
+// GetProperty returns the property with full detail, or an error matching
+// upstream.ErrNotFound (a *NotFoundError). It always asks the CRM; the
+// document it gets is kept for hydration.
+func (c *Client) GetProperty(ctx context.Context, s upstream.Scope, id int64) (upstream.Property, error) {
+	p, err := c.fetchPropertyDoc(ctx, s, id)
+	if err != nil {
+		return upstream.Property{}, c.wrap(ctx, fmt.Sprintf("crm: get property %s %d", s.Country, id), err)
+	}
+	if c.hydrate != HydrateNever && c.docTTL > 0 {
+		c.docs.put(docKey{s.Tenant, s.Country, id}, p, c.now())
+	}
+	p = cloneProperty(p)
+	p.OpenHomes = currentOpenHomes(p.OpenHomes, c.now())
+	return p, nil
+}
+
+// ListAgents returns the agents the criteria select, in the CRM's order.
+func (c *Client) ListAgents(ctx context.Context, s upstream.Scope, cr normalize.Criteria) ([]upstream.Agent, error) {
+	return c.listAgents(ctx, s, cr.Values(), cr.Detail())
+}
+
+func (c *Client) listAgents(ctx context.Context, s upstream.Scope, q url.Values, detail normalize.Detail) ([]upstream.Agent, error) {
+	q = withDetail(q, detail)
+	root, err := c.get(ctx, s, q, "agents.xml")
+	if err == nil {
+		var agents []upstream.Agent
+		if agents, err = parseAgentList(root, detail == normalize.Full); err == nil {
+			return agents, nil
+		}
+	}
+	return nil, c.wrap(ctx, "crm: list agents "+s.Country, err)
+}
+
+// GetAgent returns the agent with full detail, or an error matching
+// upstream.ErrNotFound (a *NotFoundError).
+func (c *Client) GetAgent(ctx context.Context, s upstream.Scope, id int64) (upstream.Agent, error) {
+	root, err := c.get(ctx, s, nil, "agents", strconv.FormatInt(id, 10)+".xml")
+	if err == nil {
+		var a upstream.Agent
+		if a, err = parseAgentDoc(root); err == nil {
+			return a, nil
+		}
+	}
+	return upstream.Agent{}, c.wrap(ctx, fmt.Sprintf("crm: get agent %s %d", s.Country, id), err)
+}
+
+// wrap prefixes err with op. When the caller's ctx is done, the result wraps
+// ctx.Err() whatever the call failed with, so the caller sees its own
+// cancellation.
+func (c *Client) wrap(ctx context.Context, op string, err error) error {
+	var ce *upstream.CriteriaError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+		return fmt.Errorf("%s: %w", op, ctxErr)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// withDetail returns a copy of q asking for detail.
+func withDetail(q url.Values, detail normalize.Detail) url.Values {
+	out := make(url.Values, len(q)+1)
+	for k, v := range q {
+		out[k] = v
+	}
+	out.Set("detail", detail.String())
+	return out
+}
+
+func (c *Client) fetchPropertyList(ctx context.Context, s upstream.Scope, q url.Values, detail normalize.Detail) ([]upstream.Property, error) {
+	root, err := c.get(ctx, s, withDetail(q, detail), "properties.xml")
+	if err != nil {
+		return nil, err
+	}
+	return parsePropertyList(root, c.zone(s.Country), detail == normalize.Full)
+}
+
+func (c *Client) fetchPropertyDoc(ctx context.Context, s upstream.Scope, id int64) (upstream.Property, error) {
+	root, err := c.get(ctx, s, nil, "properties", strconv.FormatInt(id, 10)+".xml")
+	if err != nil {
+		return upstream.Property{}, err
+	}
+	return parsePropertyDoc(root, c.zone(s.Country))
+}
+
+func (c *Client) zone(country string) *time.Location {
+	if loc := c.zones[country]; loc != nil {
+		return loc
+	}
+	return time.UTC
+}
+
+// currentOpenHomes returns the open homes that have not ended by now, in a
+// new slice when any is dropped.
+func currentOpenHomes(ohs []upstream.OpenHome, now time.Time) []upstream.OpenHome {
+	for i, oh := range ohs {
+		if !oh.End.IsZero() && oh.End.Before(now) {
+			out := append([]upstream.OpenHome(nil), ohs[:i]...)
+			for _, oh := range ohs[i+1:] {
+				if oh.End.IsZero() || !oh.End.Before(now) {
+					out = append(out, oh)
+				}
+			}
+			return out
+		}
+	}
+	return ohs
+}

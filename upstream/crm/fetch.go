@@ -1,0 +1,194 @@
+package crm
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/beevik/etree"
+	"golang.org/x/text/encoding/charmap"
+
+	"listingproxy/upstream"
+)
+
+// Failures of an upstream call, wrapped with detail.
+var (
+	errNoCredentials = errors.New("no upstream credentials for tenant")
+	errCredentials   = errors.New("upstream rejected the credentials")
+	errStatus        = errors.New("upstream status")
+	errContentType   = errors.New("unexpected content type")
+	errTooLarge      = errors.New("body exceeds the size limit")
+	errTimeout       = errors.New("upstream timed out")
+	errRequest       = errors.New("upstream request")
+	errMalformed     = errors.New("malformed XML")
+	errRoot          = errors.New("unexpected root element")
+	errUpstream      = errors.New("upstream error")
+	errBadCountry    = errors.New("invalid country")
+)
+
+// NotFoundError is the CRM's single-error answer to a single-resource call.
+// It matches upstream.ErrNotFound with errors.Is and keeps the CRM's message.
+type NotFoundError struct {
+	Message string // e.g. "Property with ID 999 not found"
+}
+
+func (e *NotFoundError) Error() string { return "not found: " + e.Message }
+
+// Unwrap returns upstream.ErrNotFound.
+func (e *NotFoundError) Unwrap() error { return upstream.ErrNotFound }
+
+// drainBytes is how much of an unread body is read before closing it, so
+// that a small remainder does not cost the connection; anything longer is
+// cheaper to abandon with its connection.
+const drainBytes = 8 << 10
+
+// get calls GET {base}/{country}/{path...}?{q} for the scope's tenant and
+// returns the root element of the XML body. Errors are unprefixed.
+func (c *Client) get(ctx context.Context, s upstream.Scope, q url.Values, path ...string) (*etree.Element, error) {
+	cred, ok := c.creds[s.Tenant]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", errNoCredentials, s.Tenant)
+	}
+	if !validCountry(s.Country) {
+		return nil, fmt.Errorf("%w %q", errBadCountry, s.Country)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	u := c.base.JoinPath(append([]string{s.Country}, path...)...)
+	if len(q) > 0 {
+		u.RawQuery = q.Encode()
+	}
+
+	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	// failed explains err after the call's context may have ended: the
+	// caller's own cancellation wins, then this package's timeout.
+	failed := func(err error) error {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		if callCtx.Err() != nil {
+			return fmt.Errorf("%w after %s", errTimeout, c.timeout)
+		}
+		return err
+	}
+
+	select {
+	case c.sem <- struct{}{}:
+		defer func() { <-c.sem }()
+	case <-callCtx.Done():
+		return nil, failed(callCtx.Err())
+	}
+
+	req, err := http.NewRequestWithContext(callCtx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errRequest, err)
+	}
+	req.SetBasicAuth(cred.Username, cred.Password)
+	req.Header.Set("Accept", "application/xml")
+	req.Header.Set("User-Agent", "listingproxy-crm")
+
+	c.stats.calls.Add(1)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, failed(fmt.Errorf("%w: %v", errRequest, err))
+	}
+	defer func() {
+		_, _ = io.CopyN(io.Discard, resp.Body, drainBytes)
+		resp.Body.Close()
+	}()
+
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return nil, fmt.Errorf("%w of tenant %q (user %q): HTTP %d; check the tenant's upstream username and password",
+			errCredentials, s.Tenant, cred.Username, resp.StatusCode)
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("%w %d", errStatus, resp.StatusCode)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "" && !isXML(ct) {
+		return nil, fmt.Errorf("%w %q", errContentType, ct)
+	}
+
+	body := &limitedReader{r: io.LimitReader(resp.Body, c.maxBody+1), left: c.maxBody}
+	doc := etree.NewDocument()
+	doc.ReadSettings = etree.ReadSettings{
+		CharsetReader: charsetReader,
+		Entity:        xml.HTMLEntity, // legacy text sometimes carries &nbsp; and friends
+		MaxDepth:      64,
+	}
+	_, err = doc.ReadFrom(body)
+	switch {
+	case body.left < 0 || errors.Is(err, errTooLarge):
+		return nil, fmt.Errorf("%w of %d bytes", errTooLarge, c.maxBody)
+	case err != nil:
+		return nil, failed(fmt.Errorf("%w: %v", errMalformed, err))
+	}
+	root := doc.Root()
+	if root == nil {
+		return nil, fmt.Errorf("%w: no root element", errMalformed)
+	}
+	return root, nil
+}
+
+// validCountry accepts the lower-case letters of a country segment, so a
+// scope can never steer the request path.
+func validCountry(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < 'a' || r > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+// isXML reports whether a Content-Type names XML: application/xml, text/xml
+// or any +xml type.
+func isXML(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	return mt == "application/xml" || mt == "text/xml" || strings.HasSuffix(mt, "+xml")
+}
+
+// limitedReader reads from an io.LimitReader of max+1 bytes and fails once
+// more than max bytes came through.
+type limitedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	if l.left < 0 {
+		return 0, errTooLarge
+	}
+	return n, err
+}
+
+// charsetReader decodes the single-byte charsets a legacy endpoint is likely
+// to declare; UTF-8 passes through.
+func charsetReader(charset string, input io.Reader) (io.Reader, error) {
+	switch strings.ToLower(strings.TrimSpace(charset)) {
+	case "", "utf-8", "utf8", "us-ascii", "ascii":
+		return input, nil
+	case "iso-8859-1", "iso8859-1", "iso_8859-1", "latin1", "latin-1", "l1":
+		return charmap.ISO8859_1.NewDecoder().Reader(input), nil
+	case "iso-8859-15", "latin-9", "latin9":
+		return charmap.ISO8859_15.NewDecoder().Reader(input), nil
+	case "windows-1252", "cp1252":
+		return charmap.Windows1252.NewDecoder().Reader(input), nil
+	}
+	return nil, fmt.Errorf("unsupported charset %q", charset)
+}

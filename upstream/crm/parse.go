@@ -1,0 +1,369 @@
+package crm
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/beevik/etree"
+
+	"listingproxy/normalize"
+	"listingproxy/upstream"
+)
+
+// The CRM's text forms of times (wire-format.md).
+const (
+	layoutLastUpdated = "Mon Jan 02 15:04:05 -0700 2006"
+	layoutApproved    = "2006-01-02"
+	layoutOpenHome    = "2006-01-02 15:04:05"
+)
+
+// Variations of layoutLastUpdated seen in the wild: an unpadded day.
+var lastUpdatedLayouts = []string{
+	layoutLastUpdated,
+	"Mon Jan _2 15:04:05 -0700 2006",
+	"Mon Jan 2 15:04:05 -0700 2006",
+}
+
+// parsePropertyList reads a <properties> list; full says whether the list was
+// asked for in full detail. The children are trusted over the count
+// attribute.
+func parsePropertyList(root *etree.Element, loc *time.Location, full bool) ([]upstream.Property, error) {
+	if err := answer(root, "properties", false); err != nil {
+		return nil, err
+	}
+	var props []upstream.Property
+	for _, e := range root.SelectElements("property") {
+		p, err := parseProperty(e, loc, full)
+		if err != nil {
+			return nil, err
+		}
+		props = append(props, p)
+	}
+	return props, nil
+}
+
+// parsePropertyDoc reads the single-property document (always full detail).
+func parsePropertyDoc(root *etree.Element, loc *time.Location) (upstream.Property, error) {
+	if err := answer(root, "property", true); err != nil {
+		return upstream.Property{}, err
+	}
+	return parseProperty(root, loc, true)
+}
+
+func parseAgentList(root *etree.Element, full bool) ([]upstream.Agent, error) {
+	if err := answer(root, "agents", false); err != nil {
+		return nil, err
+	}
+	var agents []upstream.Agent
+	for _, e := range root.SelectElements("agent") {
+		a, err := parseAgent(e, full)
+		if err != nil {
+			return nil, err
+		}
+		agents = append(agents, a)
+	}
+	return agents, nil
+}
+
+func parseAgentDoc(root *etree.Element) (upstream.Agent, error) {
+	if err := answer(root, "agent", true); err != nil {
+		return upstream.Agent{}, err
+	}
+	return parseAgent(root, true)
+}
+
+// answer checks that root is the wanted element, or turns the CRM's error
+// bodies into errors: <errors> into *upstream.CriteriaError, <error> into
+// *NotFoundError on a single-resource call (single) and a failure otherwise.
+func answer(root *etree.Element, want string, single bool) error {
+	switch root.Tag {
+	case want:
+		return nil
+	case "errors":
+		if single {
+			return fmt.Errorf("%w: %s", errUpstream, text(root))
+		}
+		var list normalize.Errors
+		for _, e := range root.SelectElements("error") {
+			list = append(list, normalize.FieldError{Field: attr(e, "field"), Message: text(e)})
+		}
+		if len(list) == 0 {
+			return fmt.Errorf("%w: an empty error list", errUpstream)
+		}
+		return &upstream.CriteriaError{Errors: list}
+	case "error":
+		if single {
+			return &NotFoundError{Message: text(root)}
+		}
+		return fmt.Errorf("%w: %s", errUpstream, text(root))
+	}
+	return fmt.Errorf("%w <%s>, want <%s>", errRoot, root.FullTag(), want)
+}
+
+func parseProperty(e *etree.Element, loc *time.Location, full bool) (upstream.Property, error) {
+	var f fields
+	p := upstream.Property{
+		ID:           f.id("id", attr(e, "id")),
+		AgencyID:     childText(e, "agency_id"),
+		LastUpdated:  f.lastUpdated(attr(e, "last_updated")),
+		Approved:     f.date("approved", childText(e, "approved")),
+		Status:       childText(e, "status"),
+		Latitude:     f.float("latitude", childText(e, "latitude")),
+		Longitude:    f.float("longitude", childText(e, "longitude")),
+		PriceText:    childText(e, "price"),
+		PriceFrom:    f.optFloat("price_from", childText(e, "price_from")),
+		PriceTo:      f.optFloat("price_to", childText(e, "price_to")),
+		Category:     childText(e, "category"),
+		PropertyType: childText(e, "property_type"),
+		Suburb:       childText(e, "suburb"),
+		Area:         childText(e, "area"),
+		Region:       childText(e, "region"),
+		Bedrooms:     f.optInt("bedrooms", childText(e, "bedrooms")),
+		Bathrooms:    f.optInt("bathrooms", childText(e, "bathrooms")),
+		FloorSize:    f.optFloat("floor_size", childText(e, "floor_size")),
+		LotSize:      f.optFloat("lot_size", childText(e, "lot_size")),
+		BuiltIn:      childText(e, "built_in"),
+		Description:  childText(e, "description"),
+	}
+	if a := e.SelectElement("address"); a != nil {
+		p.StreetNumber, p.StreetName = splitAddress(text(a))
+		p.AddressDisplay = parseFlag(attr(a, "display"))
+	}
+	p.PhotoCount, p.Photos = f.media(e.SelectElement("photos"), "photo", full)
+	p.VirtualTourCount, p.VirtualTours = f.media(e.SelectElement("virtualtours"), "virtualtour", full)
+	p.FloorplanCount, p.Floorplans = f.media(e.SelectElement("floorplans"), "floorplan", full)
+	if as := e.SelectElement("agents"); as != nil {
+		for _, a := range as.SelectElements("agent") {
+			p.Agents = append(p.Agents, upstream.AgentRef{ID: f.id("agent id", attr(a, "id")), Name: text(a)})
+		}
+	}
+	if ohs := e.SelectElement("openhomes"); ohs != nil {
+		for _, oh := range ohs.SelectElements("openhome") {
+			start := f.localTime("openhome start", childText(oh, "start"), loc)
+			end := f.localTime("openhome end", childText(oh, "end"), loc)
+			if start.IsZero() && end.IsZero() {
+				continue // an empty <openhome/>
+			}
+			p.OpenHomes = append(p.OpenHomes, upstream.OpenHome{Start: start, End: end})
+		}
+		slices.SortStableFunc(p.OpenHomes, func(a, b upstream.OpenHome) int { return a.Start.Compare(b.Start) })
+	}
+	if f.err != nil {
+		return upstream.Property{}, fmt.Errorf("property %q: %w", attr(e, "id"), f.err)
+	}
+	return p, nil
+}
+
+func parseAgent(e *etree.Element, full bool) (upstream.Agent, error) {
+	var f fields
+	a := upstream.Agent{
+		ID:              f.id("id", attr(e, "id")),
+		Name:            childText(e, "name"),
+		Username:        childText(e, "username"),
+		Phone:           childText(e, "phone"),
+		AfterHoursPhone: childText(e, "after_hours_phone"),
+		MobilePhone:     childText(e, "mobile_phone"),
+		Email:           childText(e, "email"),
+		Description:     childText(e, "description"),
+		PhotoURL:        childText(e, "photo"),
+		WebsiteURL:      childText(e, "website_url"),
+	}
+	if ps := e.SelectElement("properties"); ps != nil {
+		for _, pe := range ps.SelectElements("property") {
+			a.Properties = append(a.Properties, upstream.PropertyRef{
+				ID:          f.id("property id", attr(pe, "id")),
+				LastUpdated: f.lastUpdated(attr(pe, "last_updated")),
+				Address:     childText(pe, "address"),
+				AgencyID:    childText(pe, "agency_id"),
+			})
+		}
+		a.PropertyCount = f.count(ps, len(a.Properties), full)
+	}
+	if f.err != nil {
+		return upstream.Agent{}, fmt.Errorf("agent %q: %w", attr(e, "id"), f.err)
+	}
+	return a, nil
+}
+
+// text returns e's own character data (text, entities and CDATA sections,
+// not that of its children), without surrounding space. A nil e has none.
+func text(e *etree.Element) string {
+	if e == nil {
+		return ""
+	}
+	var s string
+	n := 0
+	for _, t := range e.Child {
+		if cd, ok := t.(*etree.CharData); ok {
+			if n == 0 {
+				s = cd.Data
+			} else {
+				s += cd.Data
+			}
+			n++
+		}
+	}
+	return strings.TrimSpace(s)
+}
+
+func childText(e *etree.Element, tag string) string { return text(e.SelectElement(tag)) }
+
+func attr(e *etree.Element, key string) string {
+	return strings.TrimSpace(e.SelectAttrValue(key, ""))
+}
+
+// splitAddress splits "12 Smith Street" into the street number and name: the
+// number is the first word when it starts with a digit.
+func splitAddress(s string) (number, name string) {
+	first, rest, _ := strings.Cut(s, " ")
+	if first != "" && first[0] >= '0' && first[0] <= '9' {
+		return first, strings.TrimSpace(rest)
+	}
+	return "", s
+}
+
+// parseFlag reads a boolean attribute; anything but a true-ish value (and a
+// missing attribute) is false, which hides an address rather than show it.
+func parseFlag(s string) bool {
+	switch strings.ToLower(s) {
+	case "true", "1", "yes":
+		return true
+	}
+	return false
+}
+
+// fields parses the values of one record, keeping the first error.
+type fields struct{ err error }
+
+func (f *fields) fail(name, value, want string) {
+	if f.err == nil {
+		f.err = fmt.Errorf("%s %q: %s", name, value, want)
+	}
+}
+
+func (f *fields) id(name, s string) int64 {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v <= 0 {
+		f.fail(name, s, "not a service ID")
+	}
+	return v
+}
+
+func (f *fields) float(name, s string) float64 {
+	if s == "" {
+		return 0
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		f.fail(name, s, "not a number")
+		return 0
+	}
+	return v
+}
+
+func (f *fields) optFloat(name, s string) *float64 {
+	if s == "" {
+		return nil
+	}
+	v := f.float(name, s)
+	return &v
+}
+
+func (f *fields) optInt(name, s string) *int {
+	if s == "" {
+		return nil
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil { // tolerate "3.0"
+		fv, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil || fv != math.Trunc(fv) || math.Abs(fv) > math.MaxInt32 {
+			f.fail(name, s, "not an integer")
+			return nil
+		}
+		v = int(fv)
+	}
+	return &v
+}
+
+// count returns the number of items of a container: the items themselves in
+// full detail, the count attribute in short detail (the items when the
+// attribute is missing).
+func (f *fields) count(e *etree.Element, items int, full bool) int {
+	s := attr(e, "count")
+	if full || s == "" {
+		return items
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		f.fail(e.Tag+" count", s, "not a count")
+	}
+	return n
+}
+
+// media reads a photos, virtualtours or floorplans container, ordered by
+// position (document order for equal or missing positions).
+func (f *fields) media(e *etree.Element, item string, full bool) (int, []upstream.Media) {
+	if e == nil {
+		return 0, nil
+	}
+	var ms []upstream.Media
+	for i, m := range e.SelectElements(item) {
+		md := upstream.Media{
+			URL:       text(m),
+			Thumbnail: attr(m, "thumbnail"),
+			Type:      attr(m, "type"),
+			Caption:   attr(m, "caption"),
+			Position:  i + 1,
+		}
+		if s := attr(m, "position"); s != "" {
+			if v := f.optInt(item+" position", s); v != nil {
+				md.Position = *v
+			}
+		}
+		ms = append(ms, md)
+	}
+	slices.SortStableFunc(ms, func(a, b upstream.Media) int { return a.Position - b.Position })
+	return f.count(e, len(ms), full), ms
+}
+
+func (f *fields) lastUpdated(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	for _, layout := range lastUpdatedLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t
+		}
+	}
+	f.fail("last_updated", s, "want the form "+layoutLastUpdated)
+	return time.Time{}
+}
+
+// date reads an approved date as UTC midnight; empty or the zero date of old
+// databases ("0000-00-00") is never approved.
+func (f *fields) date(name, s string) time.Time {
+	if s == "" || s == "0000-00-00" {
+		return time.Time{}
+	}
+	t, err := time.Parse(layoutApproved, s)
+	if err != nil {
+		f.fail(name, s, "want the form "+layoutApproved)
+	}
+	return t
+}
+
+// localTime reads a wall-clock time of the country's zone.
+func (f *fields) localTime(name, s string, loc *time.Location) time.Time {
+	if s == "" || strings.HasPrefix(s, "0000-00-00") {
+		return time.Time{}
+	}
+	t, err := time.ParseInLocation(layoutOpenHome, s, loc)
+	if err != nil {
+		f.fail(name, s, "want the form "+layoutOpenHome)
+	}
+	return t
+}

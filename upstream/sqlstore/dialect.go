@@ -1,0 +1,130 @@
+package sqlstore
+
+import (
+	"embed"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+//go:embed schema/*.sql
+var schemas embed.FS
+
+// dialect is what differs between the SQL engines. Everything else (the query
+// builder, the filters, scanning) is shared, so a new engine is one value of
+// this interface plus a schema file.
+type dialect interface {
+	// driverName is the database/sql driver name.
+	driverName() string
+	// prepareDSN adds the connection settings the store relies on.
+	prepareDSN(dsn string) (string, error)
+	// schemaFile names the embedded schema under schema/.
+	schemaFile() string
+	// placeholder returns the n-th (1-based) bind parameter.
+	placeholder(n int) string
+	// orderTerm returns an ascending ORDER BY term for col with NULLs first;
+	// text columns compare byte-wise.
+	orderTerm(col string, text bool) string
+	// likeEscape is the ESCAPE clause that makes backslash the LIKE escape
+	// character, as likePattern expects.
+	likeEscape() string
+	// timeArg is the bind value of an instant for a timestamp column.
+	timeArg(t time.Time) any
+	// dateArg is the bind value of a date, given as "YYYY-MM-DD".
+	dateArg(date string) any
+}
+
+func dialectFor(name string) (dialect, error) {
+	switch name {
+	case "", "sqlite":
+		return sqliteDialect{}, nil
+	case "mysql":
+		return mysqlDialect{}, nil
+	}
+	return nil, fmt.Errorf("sqlstore: unknown dialect %q (want sqlite or mysql)", name)
+}
+
+// sqliteTimeLayout is how timestamps are stored on SQLite: ISO-8601 UTC with
+// second precision, fixed width, so text order is time order.
+const sqliteTimeLayout = "2006-01-02T15:04:05Z"
+
+const dateLayout = "2006-01-02"
+
+// sqliteDialect is modernc.org/sqlite (pure Go, driver "sqlite").
+type sqliteDialect struct{}
+
+func (sqliteDialect) driverName() string { return "sqlite" }
+func (sqliteDialect) schemaFile() string { return "sqlite.sql" }
+
+// prepareDSN turns on what the store relies on unless the DSN already sets
+// it: a busy timeout (writers wait instead of failing), WAL (readers never
+// block on the writer), foreign keys, synchronous=NORMAL (safe with WAL) and
+// immediate write transactions (no deadlocking lock upgrades).
+func (sqliteDialect) prepareDSN(dsn string) (string, error) {
+	if dsn == "" {
+		return "", fmt.Errorf("sqlstore: empty DSN")
+	}
+	base, query, _ := strings.Cut(dsn, "?")
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return "", fmt.Errorf("sqlstore: DSN query: %w", err)
+	}
+	has := func(pragma string) bool {
+		for _, p := range q["_pragma"] {
+			if strings.HasPrefix(strings.ToLower(strings.TrimSpace(p)), pragma) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, p := range []string{"busy_timeout(10000)", "foreign_keys(1)", "journal_mode(WAL)", "synchronous(NORMAL)"} {
+		name, _, _ := strings.Cut(p, "(")
+		if !has(name) {
+			q.Add("_pragma", p)
+		}
+	}
+	if q.Get("_txlock") == "" {
+		q.Set("_txlock", "immediate")
+	}
+	return base + "?" + q.Encode(), nil
+}
+
+func (sqliteDialect) placeholder(int) string { return "?" }
+
+// SQLite sorts NULLs first in ascending order and compares text with BINARY
+// collation by default.
+func (sqliteDialect) orderTerm(col string, _ bool) string { return col }
+func (sqliteDialect) likeEscape() string                  { return ` ESCAPE '\'` }
+func (sqliteDialect) timeArg(t time.Time) any             { return t.UTC().Format(sqliteTimeLayout) }
+func (sqliteDialect) dateArg(date string) any             { return date }
+
+// mysqlDialect is MySQL or MariaDB through github.com/go-sql-driver/mysql
+// with parseTime=true. Timestamps are DATETIME in UTC.
+type mysqlDialect struct{}
+
+func (mysqlDialect) driverName() string { return "mysql" }
+func (mysqlDialect) schemaFile() string { return "mysql.sql" }
+func (mysqlDialect) prepareDSN(dsn string) (string, error) {
+	if dsn == "" {
+		return "", fmt.Errorf("sqlstore: empty DSN")
+	}
+	base, query, _ := strings.Cut(dsn, "?")
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return "", fmt.Errorf("sqlstore: DSN query: %w", err)
+	}
+	q.Set("parseTime", "true")
+	if q.Get("loc") == "" {
+		q.Set("loc", "UTC")
+	}
+	return base + "?" + q.Encode(), nil
+}
+func (mysqlDialect) placeholder(int) string { return "?" }
+
+// MySQL sorts NULLs first in ascending order; text columns are declared
+// utf8mb4_bin, so they compare byte-wise.
+func (mysqlDialect) orderTerm(col string, _ bool) string { return col }
+func (mysqlDialect) likeEscape() string                  { return ` ESCAPE '\\'` }
+func (mysqlDialect) timeArg(t time.Time) any             { return t.UTC() }
+func (mysqlDialect) dateArg(date string) any             { return date }

@@ -1,0 +1,442 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"listingproxy/normalize"
+	"listingproxy/upstream"
+)
+
+// propertyColumns are the columns scanned by scanProperty, in order.
+const propertyColumns = "p.id, p.agency_id, p.last_updated, p.approved, p.street_number, p.street_name, " +
+	"p.address_display, p.status, p.latitude, p.longitude, p.price_text, p.price_from, p.price_to, " +
+	"p.price_type, p.category, p.property_type, p.suburb, p.area, p.region, p.bedrooms, p.bathrooms, " +
+	"p.floor_size, p.lot_size, p.built_in, p.description, p.featured"
+
+// propertyRequest is what a property list or get asks of the database.
+type propertyRequest struct {
+	filter normalize.PropertyFilter
+	order  []string
+	limit  int
+	offset int
+	detail normalize.Detail
+}
+
+// ListProperties implements upstream.Backend.
+func (s *Store) ListProperties(ctx context.Context, sc upstream.Scope, c normalize.Criteria) ([]upstream.Property, error) {
+	ps, err := s.properties(ctx, sc, propertyRequest{
+		filter: c.Property(),
+		order:  c.Order(),
+		limit:  c.Limit(),
+		offset: c.Offset(),
+		detail: c.Detail(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: list properties: %w", err)
+	}
+	return ps, nil
+}
+
+// GetProperty implements upstream.Backend.
+func (s *Store) GetProperty(ctx context.Context, sc upstream.Scope, id int64) (upstream.Property, error) {
+	ps, err := s.properties(ctx, sc, propertyRequest{
+		filter: normalize.PropertyFilter{IDs: []int64{id}},
+		limit:  1,
+		detail: normalize.Full,
+	})
+	if err != nil {
+		return upstream.Property{}, fmt.Errorf("sqlstore: get property %d: %w", id, err)
+	}
+	if len(ps) == 0 {
+		return upstream.Property{}, upstream.ErrNotFound
+	}
+	return ps[0], nil
+}
+
+func (s *Store) properties(ctx context.Context, sc upstream.Scope, r propertyRequest) ([]upstream.Property, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	tenant, ok, err := s.tenantID(ctx, sc.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || r.limit <= 0 {
+		return []upstream.Property{}, nil
+	}
+
+	var page []upstream.Property
+	if g := r.filter.Geo; g != nil {
+		page, err = s.geoPage(ctx, tenant, sc.Country, r, *g)
+	} else {
+		q := newQuery(s.d)
+		q.add("SELECT ", propertyColumns, " FROM properties p")
+		q.where(s.propertyConds(q, tenant, sc.Country, r.filter))
+		if err := q.orderBy(r.order, propertyOrder, "p.id"); err != nil {
+			return nil, err
+		}
+		q.limitOffset(r.limit, r.offset)
+		page, err = s.queryProperties(ctx, q)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.decorateProperties(ctx, page, r.detail); err != nil {
+		return nil, err
+	}
+	return page, nil
+}
+
+// propertyConds returns the WHERE conditions of a property filter, in text
+// order, with their arguments recorded in q. Rules 1 and 2 of the spec (id or
+// agency_id override the other filters) are the normalize package's: its
+// canonical filter already carries only the ids then.
+func (s *Store) propertyConds(q *query, tenant int64, country string, f normalize.PropertyFilter) []string {
+	conds := []string{"p.tenant_id = " + q.arg(tenant), "p.country = " + q.arg(country)}
+	if len(f.IDs) > 0 {
+		conds = append(conds, in(q, "p.id", f.IDs))
+	}
+	if len(f.AgencyIDs) > 0 {
+		conds = append(conds, in(q, "p.agency_id", f.AgencyIDs))
+	}
+	if len(f.AgentIDs) > 0 {
+		conds = append(conds, "EXISTS (SELECT 1 FROM property_agents pa WHERE pa.property_id = p.id AND "+
+			in(q, "pa.agent_id", f.AgentIDs)+")")
+	}
+	if f.StreetNumber != "" {
+		conds = append(conds, "lower(p.street_number) = "+q.arg(strings.ToLower(f.StreetNumber)))
+	}
+	if f.StreetName != "" {
+		conds = append(conds, "lower(p.street_name) = "+q.arg(strings.ToLower(f.StreetName)))
+	}
+	if f.PriceFrom != nil {
+		conds = append(conds, "p.price_from > "+q.arg(*f.PriceFrom))
+	}
+	if f.PriceTo != nil {
+		conds = append(conds, "p.price_from < "+q.arg(*f.PriceTo))
+	}
+	if len(f.Categories) > 0 {
+		conds = append(conds, in(q, "p.category", f.Categories))
+	}
+	if len(f.Statuses) > 0 {
+		conds = append(conds, in(q, "p.status", f.Statuses))
+	}
+	if len(f.PropertyTypes) > 0 {
+		conds = append(conds, in(q, "lower(p.property_type)", lower(f.PropertyTypes)))
+	}
+	if len(f.PriceTypes) > 0 {
+		conds = append(conds, in(q, "lower(p.price_type)", lower(f.PriceTypes)))
+	}
+	if f.Bedrooms != nil {
+		conds = append(conds, "p.bedrooms = "+q.arg(*f.Bedrooms))
+	}
+	if f.Bathrooms != nil {
+		conds = append(conds, "p.bathrooms = "+q.arg(*f.Bathrooms))
+	}
+	if f.Featured {
+		conds = append(conds, "p.featured = "+q.arg(true))
+	}
+	if f.ApprovedFrom != "" {
+		conds = append(conds, "p.approved >= "+q.arg(s.d.dateArg(f.ApprovedFrom)))
+	}
+	if f.ApprovedTo != "" {
+		conds = append(conds, "p.approved <= "+q.arg(s.d.dateArg(f.ApprovedTo)))
+	}
+	if f.Geo != nil {
+		b := boundingBox(*f.Geo)
+		conds = append(conds, "p.latitude BETWEEN "+q.arg(b.minLat)+" AND "+q.arg(b.maxLat))
+		switch {
+		case b.allLongs:
+		case b.wraps:
+			conds = append(conds, "(p.longitude >= "+q.arg(b.minLong)+" OR p.longitude <= "+q.arg(b.maxLong)+")")
+		default:
+			conds = append(conds, "p.longitude BETWEEN "+q.arg(b.minLong)+" AND "+q.arg(b.maxLong))
+		}
+	}
+	return conds
+}
+
+func lower(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strings.ToLower(s)
+	}
+	return out
+}
+
+// geoPage runs a geo search: SQL returns the ids in the bounding box in the
+// requested order, Go keeps those within the radius and cuts the page, and a
+// second query loads the page's rows.
+func (s *Store) geoPage(ctx context.Context, tenant int64, country string, r propertyRequest, g normalize.Geo) ([]upstream.Property, error) {
+	q := newQuery(s.d)
+	q.add("SELECT p.id, p.latitude, p.longitude FROM properties p")
+	q.where(s.propertyConds(q, tenant, country, r.filter))
+	if err := q.orderBy(r.order, propertyOrder, "p.id"); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, q.String(), q.args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	skip := r.offset
+	for rows.Next() {
+		var id int64
+		var lat, long float64
+		if err := rows.Scan(&id, &lat, &long); err != nil {
+			return nil, err
+		}
+		if DistanceKm(g.Lat, g.Long, lat, long) > g.RadiusKm {
+			continue
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		ids = append(ids, id)
+		if len(ids) == r.limit {
+			break
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	if len(ids) == 0 {
+		return []upstream.Property{}, nil
+	}
+
+	byID := make(map[int64]upstream.Property, len(ids))
+	for chunk := range chunks(ids) {
+		q := newQuery(s.d)
+		q.add("SELECT ", propertyColumns, " FROM properties p WHERE ", in(q, "p.id", chunk))
+		ps, err := s.queryProperties(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			byID[p.ID] = p
+		}
+	}
+	page := make([]upstream.Property, 0, len(ids))
+	for _, id := range ids {
+		if p, ok := byID[id]; ok { // gone since the first query: skip
+			page = append(page, p)
+		}
+	}
+	return page, nil
+}
+
+func (s *Store) queryProperties(ctx context.Context, q *query) ([]upstream.Property, error) {
+	rows, err := s.db.QueryContext(ctx, q.String(), q.args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ps := []upstream.Property{}
+	for rows.Next() {
+		p, err := scanProperty(rows)
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	return ps, rows.Err()
+}
+
+func scanProperty(rows *sql.Rows) (upstream.Property, error) {
+	var (
+		p                                      upstream.Property
+		lastUpdated, approved                  nullTime
+		priceFrom, priceTo, floorSize, lotSize sql.NullFloat64
+		bedrooms, bathrooms                    sql.NullInt64
+	)
+	err := rows.Scan(&p.ID, &p.AgencyID, &lastUpdated, &approved, &p.StreetNumber, &p.StreetName,
+		&p.AddressDisplay, &p.Status, &p.Latitude, &p.Longitude, &p.PriceText, &priceFrom, &priceTo,
+		&p.PriceType, &p.Category, &p.PropertyType, &p.Suburb, &p.Area, &p.Region, &bedrooms, &bathrooms,
+		&floorSize, &lotSize, &p.BuiltIn, &p.Description, &p.Featured)
+	if err != nil {
+		return p, err
+	}
+	p.LastUpdated, p.Approved = lastUpdated.t, approved.t
+	p.PriceFrom, p.PriceTo = floatPtr(priceFrom), floatPtr(priceTo)
+	p.FloorSize, p.LotSize = floatPtr(floorSize), floatPtr(lotSize)
+	p.Bedrooms, p.Bathrooms = intPtr(bedrooms), intPtr(bathrooms)
+	return p, nil
+}
+
+func floatPtr(n sql.NullFloat64) *float64 {
+	if !n.Valid {
+		return nil
+	}
+	return &n.Float64
+}
+
+func intPtr(n sql.NullInt64) *int {
+	if !n.Valid {
+		return nil
+	}
+	v := int(n.Int64)
+	return &v
+}
+
+// decorateProperties loads the agents, media and (full detail) open homes of
+// a page with one batched query per kind, never one per row.
+func (s *Store) decorateProperties(ctx context.Context, page []upstream.Property, detail normalize.Detail) error {
+	if len(page) == 0 {
+		return nil
+	}
+	idx := make(map[int64]int, len(page))
+	ids := make([]int64, len(page))
+	for i := range page {
+		idx[page[i].ID] = i
+		ids[i] = page[i].ID
+		page[i].Agents = []upstream.AgentRef{}
+	}
+	full := detail == normalize.Full
+	now := s.now()
+	for chunk := range chunks(ids) {
+		// Agents, by position.
+		q := newQuery(s.d)
+		q.add("SELECT pa.property_id, a.id, a.name FROM property_agents pa JOIN agents a ON a.id = pa.agent_id WHERE ",
+			in(q, "pa.property_id", chunk), " ORDER BY pa.property_id, pa.position, a.id")
+		err := s.each(ctx, q, func(rows *sql.Rows) error {
+			var pid int64
+			var a upstream.AgentRef
+			if err := rows.Scan(&pid, &a.ID, &a.Name); err != nil {
+				return err
+			}
+			p := &page[idx[pid]]
+			p.Agents = append(p.Agents, a)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("agents: %w", err)
+		}
+
+		// Media: items in full detail, counts otherwise.
+		q = newQuery(s.d)
+		if full {
+			q.add("SELECT m.property_id, m.kind, m.url, m.thumbnail, m.type, m.caption, m.position FROM property_media m WHERE ",
+				in(q, "m.property_id", chunk), " ORDER BY m.property_id, m.kind, m.position")
+			err = s.each(ctx, q, func(rows *sql.Rows) error {
+				var pid int64
+				var kind string
+				var m upstream.Media
+				if err := rows.Scan(&pid, &kind, &m.URL, &m.Thumbnail, &m.Type, &m.Caption, &m.Position); err != nil {
+					return err
+				}
+				p := &page[idx[pid]]
+				switch kind {
+				case "photo":
+					p.Photos = append(p.Photos, m)
+					p.PhotoCount++
+				case "virtualtour":
+					p.VirtualTours = append(p.VirtualTours, m)
+					p.VirtualTourCount++
+				case "floorplan":
+					p.Floorplans = append(p.Floorplans, m)
+					p.FloorplanCount++
+				}
+				return nil
+			})
+		} else {
+			q.add("SELECT m.property_id, m.kind, count(*) FROM property_media m WHERE ",
+				in(q, "m.property_id", chunk), " GROUP BY m.property_id, m.kind")
+			err = s.each(ctx, q, func(rows *sql.Rows) error {
+				var pid int64
+				var kind string
+				var n int
+				if err := rows.Scan(&pid, &kind, &n); err != nil {
+					return err
+				}
+				p := &page[idx[pid]]
+				switch kind {
+				case "photo":
+					p.PhotoCount = n
+				case "virtualtour":
+					p.VirtualTourCount = n
+				case "floorplan":
+					p.FloorplanCount = n
+				}
+				return nil
+			})
+		}
+		if err != nil {
+			return fmt.Errorf("media: %w", err)
+		}
+
+		if !full {
+			continue
+		}
+		// Open homes that have not ended, by start.
+		q = newQuery(s.d)
+		q.add("SELECT o.property_id, o.starts_at, o.ends_at FROM openhomes o WHERE ",
+			in(q, "o.property_id", chunk), " AND o.ends_at > ", q.arg(s.d.timeArg(now)),
+			" ORDER BY o.property_id, o.starts_at, o.ends_at")
+		err = s.each(ctx, q, func(rows *sql.Rows) error {
+			var pid int64
+			var start, end nullTime
+			if err := rows.Scan(&pid, &start, &end); err != nil {
+				return err
+			}
+			p := &page[idx[pid]]
+			p.OpenHomes = append(p.OpenHomes, upstream.OpenHome{Start: start.t, End: end.t})
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("open homes: %w", err)
+		}
+	}
+	if full {
+		for i := range page {
+			p := &page[i]
+			p.Photos, p.VirtualTours, p.Floorplans = nonNil(p.Photos), nonNil(p.VirtualTours), nonNil(p.Floorplans)
+			p.OpenHomes = nonNil(p.OpenHomes)
+		}
+	}
+	return nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// each runs q and calls f for every row.
+func (s *Store) each(ctx context.Context, q *query, f func(*sql.Rows) error) error {
+	rows, err := s.db.QueryContext(ctx, q.String(), q.args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := f(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// maxInList bounds the number of values bound in one IN list, well below
+// every engine's limit on bind parameters.
+const maxInList = 500
+
+// chunks yields ids in slices of at most maxInList.
+func chunks(ids []int64) func(func([]int64) bool) {
+	return func(yield func([]int64) bool) {
+		for len(ids) > 0 {
+			n := min(len(ids), maxInList)
+			if !yield(ids[:n]) {
+				return
+			}
+			ids = ids[n:]
+		}
+	}
+}

@@ -1,0 +1,215 @@
+package sqlstore
+
+import (
+	"database/sql/driver"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"listingproxy/normalize"
+)
+
+// query builds one parameterised statement. Text is appended from fixed
+// fragments only; every value goes through arg, which records it and returns
+// the dialect's placeholder, so placeholders are numbered in text order.
+type query struct {
+	d    dialect
+	b    strings.Builder
+	args []any
+}
+
+func newQuery(d dialect) *query { return &query{d: d} }
+
+func (q *query) add(fragments ...string) {
+	for _, f := range fragments {
+		q.b.WriteString(f)
+	}
+}
+
+// arg records v and returns its placeholder.
+func (q *query) arg(v any) string {
+	q.args = append(q.args, v)
+	return q.d.placeholder(len(q.args))
+}
+
+// in returns "expr IN (p1, p2, ...)" over vs, which must not be empty.
+func in[T any](q *query, expr string, vs []T) string {
+	var b strings.Builder
+	b.WriteString(expr)
+	b.WriteString(" IN (")
+	for i, v := range vs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(q.arg(v))
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// where appends " WHERE c1 AND c2 ..." (conds were built in order by arg).
+func (q *query) where(conds []string) {
+	if len(conds) > 0 {
+		q.add(" WHERE ", strings.Join(conds, " AND "))
+	}
+}
+
+// orderBy appends the ORDER BY clause for whitelisted fields, ending with the
+// id tie-breaker.
+func (q *query) orderBy(fields []string, columns map[string]orderColumn, idColumn string) error {
+	terms := make([]string, 0, len(fields)+1)
+	hasID := false
+	for _, f := range fields {
+		c, ok := columns[f]
+		if !ok {
+			return fmt.Errorf("unknown order field %q", f)
+		}
+		terms = append(terms, q.d.orderTerm(c.expr, c.text))
+		if c.expr == idColumn {
+			hasID = true
+			break // id is unique: later terms cannot matter
+		}
+	}
+	if !hasID {
+		terms = append(terms, idColumn)
+	}
+	q.add(" ORDER BY ", strings.Join(terms, ", "))
+	return nil
+}
+
+func (q *query) limitOffset(limit, offset int) {
+	q.add(" LIMIT ", q.arg(limit), " OFFSET ", q.arg(offset))
+}
+
+func (q *query) String() string { return q.b.String() }
+
+// orderColumn is the SQL expression behind an order field.
+type orderColumn struct {
+	expr string
+	text bool // compared byte-wise
+}
+
+// propertyOrder maps the property order fields of normalize to columns.
+var propertyOrder = map[string]orderColumn{
+	"id":            {"p.id", false},
+	"agency_id":     {"p.agency_id", true},
+	"status":        {"p.status", true},
+	"approved":      {"p.approved", false},
+	"last_updated":  {"p.last_updated", false},
+	"price":         {"p.price_from", false},
+	"bedrooms":      {"p.bedrooms", false},
+	"bathrooms":     {"p.bathrooms", false},
+	"suburb":        {"p.suburb", true},
+	"category":      {"p.category", true},
+	"property_type": {"p.property_type", true},
+}
+
+// agentOrder maps the agent order fields of normalize to columns.
+var agentOrder = map[string]orderColumn{
+	"id":       {"a.id", false},
+	"name":     {"a.name", true},
+	"username": {"a.username", true},
+}
+
+// likePattern returns a LIKE pattern matching s anywhere, with the wildcards
+// and the escape character of s escaped (backslash is the escape character;
+// see dialect.likeEscape).
+func likePattern(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return "%" + r.Replace(s) + "%"
+}
+
+// EarthRadiusKm is the radius of the sphere on which geo distances are
+// measured: the mean Earth radius (IUGG), in kilometres.
+const EarthRadiusKm = 6371.0
+
+// DistanceKm returns the great-circle distance in kilometres between two
+// points given in degrees, by the haversine formula on a sphere of
+// EarthRadiusKm.
+func DistanceKm(lat1, long1, lat2, long2 float64) float64 {
+	const rad = math.Pi / 180
+	phi1, phi2 := lat1*rad, lat2*rad
+	dPhi := (lat2 - lat1) * rad
+	dLambda := (long2 - long1) * rad
+	a := math.Sin(dPhi/2)*math.Sin(dPhi/2) + math.Cos(phi1)*math.Cos(phi2)*math.Sin(dLambda/2)*math.Sin(dLambda/2)
+	return 2 * EarthRadiusKm * math.Asin(math.Min(1, math.Sqrt(a)))
+}
+
+// box is a latitude/longitude bounding box that contains a geo circle.
+type box struct {
+	minLat, maxLat   float64
+	minLong, maxLong float64
+	allLongs         bool // the circle contains a pole: every longitude
+	wraps            bool // crosses the antimeridian: long >= minLong OR long <= maxLong
+}
+
+// boundingBox returns a box containing every point within g.RadiusKm of the
+// centre (J. Matuschek, "Finding Points Within a Distance of a
+// Latitude/Longitude Using Bounding Coordinates"), widened by a hair so
+// rounding never excludes a point the exact check would accept.
+func boundingBox(g normalize.Geo) box {
+	const rad = math.Pi / 180
+	const margin = 1e-6 // degrees, about 0.1 m
+	r := g.RadiusKm / EarthRadiusKm
+	lat := g.Lat * rad
+	b := box{minLat: g.Lat - r/rad - margin, maxLat: g.Lat + r/rad + margin}
+	if b.minLat <= -90 || b.maxLat >= 90 {
+		b.minLat, b.maxLat = math.Max(b.minLat, -90), math.Min(b.maxLat, 90)
+		b.allLongs = true
+		return b
+	}
+	dLong := math.Asin(math.Min(1, math.Sin(r)/math.Cos(lat)))/rad + margin
+	b.minLong, b.maxLong = g.Long-dLong, g.Long+dLong
+	switch {
+	case b.minLong < -180:
+		b.minLong += 360
+		b.wraps = true
+	case b.maxLong > 180:
+		b.maxLong -= 360
+		b.wraps = true
+	}
+	return b
+}
+
+// nullTime scans a timestamp or date column of any dialect: time.Time
+// (PostgreSQL, MySQL with parseTime), or text in the SQLite layouts.
+type nullTime struct {
+	t     time.Time
+	valid bool
+}
+
+func (n *nullTime) Scan(v any) error {
+	switch v := v.(type) {
+	case nil:
+		*n = nullTime{}
+		return nil
+	case time.Time:
+		*n = nullTime{v.UTC(), true}
+		return nil
+	case []byte:
+		return n.parse(string(v))
+	case string:
+		return n.parse(v)
+	}
+	return fmt.Errorf("cannot scan %T into a time", v)
+}
+
+func (n *nullTime) parse(s string) error {
+	for _, layout := range []string{sqliteTimeLayout, dateLayout, time.RFC3339Nano, "2006-01-02 15:04:05"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			*n = nullTime{t.UTC(), true}
+			return nil
+		}
+	}
+	return fmt.Errorf("cannot parse %q as a time", s)
+}
+
+// nullable returns nil for a nil pointer and the pointed-to value otherwise,
+// so drivers see plain values.
+func nullable[T any](p *T) driver.Value {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

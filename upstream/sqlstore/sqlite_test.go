@@ -1,0 +1,417 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"listingproxy/normalize"
+	"listingproxy/upstream"
+	"listingproxy/upstream/sqlstore/demo"
+)
+
+// testNow is the demo's and the store's clock in tests.
+var testNow = time.Date(2026, 3, 14, 9, 26, 53, 0, time.UTC)
+
+// openSQLite opens a migrated, empty SQLite store in a temporary directory.
+func openSQLite(tb testing.TB) *Store {
+	tb.Helper()
+	st, err := Open(context.Background(), Config{
+		DSN: filepath.Join(tb.TempDir(), "listings.db"),
+		Now: func() time.Time { return testNow },
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	if err := st.Migrate(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	return st
+}
+
+// seededSQLite returns a store holding the default demo, and that demo.
+func seededSQLite(tb testing.TB) (*Store, *demo.Dataset) {
+	tb.Helper()
+	st := openSQLite(tb)
+	o := demo.Options{Now: testNow}
+	if err := st.SeedDemo(context.Background(), o); err != nil {
+		tb.Fatal(err)
+	}
+	ds, err := demo.Collect(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return st, ds
+}
+
+func TestSQLiteBackend(t *testing.T) {
+	st, ds := seededSQLite(t)
+	testBackendAgainstOracle(t, st, ds, testNow)
+}
+
+func TestMigrateEmptySeed(t *testing.T) {
+	ctx := context.Background()
+	st := openSQLite(t)
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatalf("second Migrate: %v", err)
+	}
+	if empty, err := st.Empty(ctx); err != nil || !empty {
+		t.Fatalf("Empty() = %v, %v; want true", empty, err)
+	}
+	if err := st.SeedDemo(ctx, demo.Options{PropertiesPerTenantCountry: 20, AgentsPerTenantCountry: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if empty, err := st.Empty(ctx); err != nil || empty {
+		t.Fatalf("after seeding, Empty() = %v, %v; want false", empty, err)
+	}
+	if err := st.SeedDemo(ctx, demo.Options{}); !errors.Is(err, ErrNotEmpty) {
+		t.Fatalf("second SeedDemo = %v, want ErrNotEmpty", err)
+	}
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate on a seeded store: %v", err)
+	}
+	var n int
+	if err := st.db.QueryRowContext(ctx, "SELECT count(*) FROM properties").Scan(&n); err != nil || n != 80 {
+		t.Fatalf("properties = %d, %v; want 80", n, err)
+	}
+	var mode string
+	if err := st.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal_mode = %q, %v; want wal", mode, err)
+	}
+	var fk int
+	if err := st.db.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil || fk != 1 {
+		t.Errorf("foreign_keys = %d, %v; want 1", fk, err)
+	}
+}
+
+func TestSeedIsAtomic(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	st := openSQLite(t)
+	cancel()
+	if err := st.SeedDemo(ctx, demo.Options{}); err == nil {
+		t.Fatal("SeedDemo with a cancelled context succeeded")
+	}
+	if empty, err := st.Empty(context.Background()); err != nil || !empty {
+		t.Fatalf("after a failed seed, Empty() = %v, %v; want true", empty, err)
+	}
+}
+
+func parseProps(t *testing.T, query string) normalize.Criteria {
+	t.Helper()
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, errs := normalize.ParseProperties(q, normalize.Options{})
+	if errs != nil {
+		t.Fatalf("ParseProperties(%q): %v", query, errs)
+	}
+	return c
+}
+
+func parseAgents(t *testing.T, query string) normalize.Criteria {
+	t.Helper()
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, errs := normalize.ParseAgents(q, normalize.Options{})
+	if errs != nil {
+		t.Fatalf("ParseAgents(%q): %v", query, errs)
+	}
+	return c
+}
+
+// TestSQLiteScopes checks tenant and country isolation directly, beside the
+// oracle: each scope sees exactly its own records.
+func TestSQLiteScopes(t *testing.T) {
+	st, ds := seededSQLite(t)
+	ctx := context.Background()
+	all := parseProps(t, "limit=1000")
+	seen := map[int64]upstream.Scope{}
+	tenantOf := map[int64]int64{}
+	for _, p := range ds.Properties {
+		tenantOf[p.ID] = p.TenantID
+	}
+	for _, tn := range ds.Tenants {
+		for _, country := range demo.Countries {
+			s := upstream.Scope{Tenant: tn.Name, Country: country}
+			ps, err := st.ListProperties(ctx, s, all)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ps) != demo.DefaultPropertiesPerTenantCountry {
+				t.Errorf("%v: %d properties, want %d", s, len(ps), demo.DefaultPropertiesPerTenantCountry)
+			}
+			for _, p := range ps {
+				if prev, dup := seen[p.ID]; dup {
+					t.Errorf("property %d seen in %v and %v", p.ID, prev, s)
+				}
+				seen[p.ID] = s
+				if tenantOf[p.ID] != tn.ID || !strings.HasPrefix(p.AgencyID, map[string]string{"harbour": "HB-", "summit": "SM-"}[tn.Name]+strings.ToUpper(country)) {
+					t.Errorf("%v sees property %d (%s) of another scope", s, p.ID, p.AgencyID)
+				}
+			}
+		}
+	}
+}
+
+// TestSQLiteOpenHomes checks that only open homes that have not ended are
+// served, against the store's clock.
+func TestSQLiteOpenHomes(t *testing.T) {
+	st, ds := seededSQLite(t)
+	ctx := context.Background()
+	var past, future int64 // a property with only past open homes; one with future ones
+	ended := map[int64]int{}
+	ahead := map[int64]int{}
+	for _, oh := range ds.OpenHomes {
+		if oh.End.After(testNow) {
+			ahead[oh.PropertyID]++
+		} else {
+			ended[oh.PropertyID]++
+		}
+	}
+	for id := range ended {
+		if ahead[id] == 0 && (past == 0 || id < past) {
+			past = id
+		}
+	}
+	for id, n := range ahead {
+		if n >= 2 && ended[id] > 0 && (future == 0 || id < future) {
+			future = id
+		}
+	}
+	if past == 0 || future == 0 {
+		t.Fatalf("demo lacks the properties this test needs (past %d, future %d)", past, future)
+	}
+	scope := func(id int64) upstream.Scope {
+		for _, p := range ds.Properties {
+			if p.ID == id {
+				return upstream.Scope{Tenant: ds.Tenants[p.TenantID-1].Name, Country: p.Country}
+			}
+		}
+		t.Fatalf("no property %d", id)
+		return upstream.Scope{}
+	}
+	p, err := st.GetProperty(ctx, scope(past), past)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.OpenHomes) != 0 {
+		t.Errorf("property %d: %d open homes served, want none (all ended)", past, len(p.OpenHomes))
+	}
+	p, err = st.GetProperty(ctx, scope(future), future)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.OpenHomes) != ahead[future] {
+		t.Errorf("property %d: %d open homes served, want %d", future, len(p.OpenHomes), ahead[future])
+	}
+	for i, oh := range p.OpenHomes {
+		if !oh.End.After(testNow) {
+			t.Errorf("open home %v served though it ended before %v", oh, testNow)
+		}
+		if i > 0 && oh.Start.Before(p.OpenHomes[i-1].Start) {
+			t.Errorf("open homes not ordered by start: %v", p.OpenHomes)
+		}
+	}
+}
+
+// TestSQLiteLikeEscaping checks that LIKE wildcards in a name search match
+// only themselves.
+func TestSQLiteLikeEscaping(t *testing.T) {
+	st, _ := seededSQLite(t)
+	ctx := context.Background()
+	_, err := st.db.ExecContext(ctx, `INSERT INTO tenants (id, name) VALUES (99, 'wild');
+		INSERT INTO agents (id, tenant_id, country, name, username) VALUES
+			(9001, 99, 'au', 'Percy 100% Sure', 'percy'),
+			(9002, 99, 'au', 'Una_Score', 'una'),
+			(9003, 99, 'au', 'Back\Slash', 'back'),
+			(9004, 99, 'au', 'Plain Name', 'plain')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := upstream.Scope{Tenant: "wild", Country: "au"}
+	for _, tc := range []struct {
+		name string
+		want []int64
+	}{
+		{"%", []int64{9001}},
+		{"_", []int64{9002}},
+		{`\`, []int64{9003}},
+		{"0% s", []int64{9001}},
+		{"a_s", []int64{9002}},
+		{`k\s`, []int64{9003}},
+		{"a", []int64{9001, 9002, 9003, 9004}},
+		{"%%", nil},
+		{"u_a", nil},
+	} {
+		c := parseAgents(t, "name="+url.QueryEscape(tc.name))
+		got, err := st.ListAgents(ctx, s, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gotIDs []int64
+		for _, a := range got {
+			gotIDs = append(gotIDs, a.ID)
+		}
+		if !equalIDs(gotIDs, tc.want) {
+			t.Errorf("name=%q: got %v, want %v", tc.name, gotIDs, tc.want)
+		}
+	}
+}
+
+func equalIDs(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestSQLiteCancelledContext(t *testing.T) {
+	st, ds := seededSQLite(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s := upstream.Scope{Tenant: "harbour", Country: "au"}
+	if _, err := st.ListProperties(ctx, s, parseProps(t, "")); !errors.Is(err, context.Canceled) {
+		t.Errorf("ListProperties = %v, want context.Canceled", err)
+	}
+	if _, err := st.ListAgents(ctx, s, parseAgents(t, "")); !errors.Is(err, context.Canceled) {
+		t.Errorf("ListAgents = %v, want context.Canceled", err)
+	}
+	if _, err := st.GetProperty(ctx, s, ds.Properties[0].ID); !errors.Is(err, context.Canceled) {
+		t.Errorf("GetProperty = %v, want context.Canceled", err)
+	}
+	if _, err := st.GetAgent(ctx, s, ds.Agents[0].ID); !errors.Is(err, context.Canceled) {
+		t.Errorf("GetAgent = %v, want context.Canceled", err)
+	}
+	if err := st.Ping(ctx); err == nil {
+		t.Error("Ping with a cancelled context succeeded")
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	ctx := context.Background()
+	if _, err := Open(ctx, Config{Dialect: "oracle", DSN: "x"}); err == nil {
+		t.Error("Open with an unknown dialect succeeded")
+	}
+	if _, err := Open(ctx, Config{}); err == nil {
+		t.Error("Open without a DSN succeeded")
+	}
+}
+
+func TestBoundingBox(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		g               normalize.Geo
+		allLongs, wraps bool
+	}{
+		{"sydney", normalize.Geo{Lat: -33.87, Long: 151.21, RadiusKm: 50}, false, false},
+		{"east of antimeridian", normalize.Geo{Lat: -43.95, Long: 179.5, RadiusKm: 400}, false, true},
+		{"west of antimeridian", normalize.Geo{Lat: -43.95, Long: -176.56, RadiusKm: 1000}, false, true},
+		{"south pole", normalize.Geo{Lat: -89.9, Long: 0, RadiusKm: 100}, true, false},
+		{"north pole", normalize.Geo{Lat: 90, Long: 10, RadiusKm: 1}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := boundingBox(tc.g)
+			if b.allLongs != tc.allLongs || b.wraps != tc.wraps {
+				t.Fatalf("box %+v: allLongs %v wraps %v, want %v %v", b, b.allLongs, b.wraps, tc.allLongs, tc.wraps)
+			}
+			// Points on the circle, every 5 degrees of bearing, must be in the box.
+			for bearing := 0.0; bearing < 360; bearing += 5 {
+				lat, long := destination(tc.g.Lat, tc.g.Long, tc.g.RadiusKm*0.999999, bearing)
+				inLat := lat >= b.minLat && lat <= b.maxLat
+				inLong := b.allLongs ||
+					b.wraps && (long >= b.minLong || long <= b.maxLong) ||
+					!b.wraps && long >= b.minLong && long <= b.maxLong
+				if !inLat || !inLong {
+					t.Errorf("point (%v, %v) at bearing %v is outside %+v", lat, long, bearing, b)
+				}
+			}
+		})
+	}
+}
+
+func TestDistanceKm(t *testing.T) {
+	// Sydney to Auckland is about 2,156 km on the sphere.
+	if d := DistanceKm(-33.8688, 151.2093, -36.8485, 174.7633); d < 2140 || d > 2170 {
+		t.Errorf("Sydney-Auckland = %v km, want about 2156", d)
+	}
+	// Across the antimeridian, one degree of longitude at the equator.
+	if d := DistanceKm(0, 179.5, 0, -179.5); d < 111 || d > 111.4 {
+		t.Errorf("across the antimeridian = %v km, want about 111.19", d)
+	}
+}
+
+// destination returns the point dist km from (lat, long) along bearing
+// (degrees), on the sphere of EarthRadiusKm.
+func destination(lat, long, dist, bearing float64) (float64, float64) {
+	const rad = math.Pi / 180
+	phi, lambda, theta, delta := lat*rad, long*rad, bearing*rad, dist/EarthRadiusKm
+	sin, cos, asin, atan2 := math.Sin, math.Cos, math.Asin, math.Atan2
+	phi2 := asin(sin(phi)*cos(delta) + cos(phi)*sin(delta)*cos(theta))
+	lambda2 := lambda + atan2(sin(theta)*sin(delta)*cos(phi), cos(delta)-sin(phi)*sin(phi2))
+	long2 := lambda2 / rad
+	for long2 > 180 {
+		long2 -= 360
+	}
+	for long2 < -180 {
+		long2 += 360
+	}
+	return phi2 / rad, long2
+}
+
+func BenchmarkSeedDemo(b *testing.B) {
+	ctx := context.Background()
+	for b.Loop() {
+		b.StopTimer()
+		st := openSQLite(b)
+		b.StartTimer()
+		if err := st.SeedDemo(ctx, demo.Options{Now: testNow}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkListProperties(b *testing.B) {
+	st, _ := seededSQLite(b)
+	ctx := context.Background()
+	q, _ := url.ParseQuery("status[]=current&status[]=contract&category=residential&order=price&limit=20&detail=full")
+	c, errs := normalize.ParseProperties(q, normalize.Options{})
+	if errs != nil {
+		b.Fatal(errs)
+	}
+	s := upstream.Scope{Tenant: "harbour", Country: "au"}
+	for b.Loop() {
+		if _, err := st.ListProperties(ctx, s, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkListPropertiesGeo(b *testing.B) {
+	st, _ := seededSQLite(b)
+	ctx := context.Background()
+	q, _ := url.ParseQuery(geoQuery(-33.8688, 151.2093, 50) + "&order=price&limit=20")
+	c, errs := normalize.ParseProperties(q, normalize.Options{})
+	if errs != nil {
+		b.Fatal(errs)
+	}
+	s := upstream.Scope{Tenant: "harbour", Country: "au"}
+	for b.Loop() {
+		if _, err := st.ListProperties(ctx, s, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

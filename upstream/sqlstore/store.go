@@ -1,0 +1,201 @@
+// Package sqlstore owns the SQL backend of listingproxy: an upstream.Backend
+// over the legacy schema of design.md §7, its schema files (one per dialect,
+// embedded), migration and demo seeding.
+//
+// SQLite (modernc.org/sqlite, pure Go) is the embedded default; MySQL and
+// MariaDB are a dialect away (see dialect.go), and PostgreSQL is meant to be
+// one more. All engines share one query builder. Queries are always
+// parameterised: the only SQL text built at run time is assembled from fixed
+// fragments, with column names taken from whitelist maps, never from input.
+//
+// Storage. On SQLite, timestamps (last_updated, open-home start and end) are
+// TEXT in ISO-8601 UTC with second precision ("2026-03-14T09:26:53Z"), dates
+// (approved) are TEXT "YYYY-MM-DD": fixed width and UTC make byte order time
+// order, so SQL comparisons and ORDER BY work on the text. Booleans are 0/1.
+//
+// Geo search. A geo criterion selects properties whose great-circle
+// (haversine) distance from the point, on a sphere of EarthRadiusKm, is at
+// most the radius. SQL prefilters by a latitude/longitude bounding box (an
+// index range scan); the exact distance is checked in Go, and ordering,
+// offset and limit are applied after that check, so pages are exact.
+//
+// It must not import proxy, cache or config: it is configured through Config
+// by cmd, and serves upstream's types only.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"listingproxy/upstream"
+)
+
+// Config configures Open. Only DSN is required.
+type Config struct {
+	// Dialect is the SQL engine: "sqlite" (the default when empty) or
+	// "mysql" (MySQL or MariaDB).
+	Dialect string
+	// DSN is the data source name of the engine's driver. SQLite: a file
+	// path or "file:" URI (modernc.org/sqlite); busy timeout, WAL, foreign
+	// keys and immediate write transactions are added unless the DSN sets
+	// them. An in-memory SQLite database (":memory:", mode=memory) is
+	// per connection, so the store then uses a single connection.
+	DSN string
+	// Now returns the current time; open homes that ended before it are not
+	// served. Default time.Now.
+	Now func() time.Time
+	// MaxOpenConns caps the pool. Default 8.
+	MaxOpenConns int
+	// ConnMaxIdleTime closes idle connections after this long. Default 5m.
+	ConnMaxIdleTime time.Duration
+}
+
+// Store is an upstream.Backend over a SQL database. It is safe for concurrent
+// use. Create it with Open; call Migrate before first use of a new database.
+type Store struct {
+	db  *sql.DB
+	d   dialect
+	now func() time.Time
+
+	mu      sync.RWMutex
+	tenants map[string]int64 // tenants.name -> id; only names that exist
+}
+
+var _ upstream.Backend = (*Store)(nil)
+
+// ErrNotEmpty is returned by SeedDemo when the store already holds data.
+var ErrNotEmpty = errors.New("sqlstore: store is not empty")
+
+// Open opens the database described by cfg and checks that it answers. It
+// does not create the schema; see Migrate.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	d, err := dialectFor(cfg.Dialect)
+	if err != nil {
+		return nil, err
+	}
+	dsn, err := d.prepareDSN(cfg.DSN)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open(d.driverName(), dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: open: %w", err)
+	}
+	maxOpen := cfg.MaxOpenConns
+	if maxOpen <= 0 {
+		maxOpen = 8
+	}
+	if _, ok := d.(sqliteDialect); ok && (strings.Contains(cfg.DSN, ":memory:") || strings.Contains(cfg.DSN, "mode=memory")) {
+		maxOpen = 1
+	}
+	db.SetMaxOpenConns(maxOpen)
+	db.SetMaxIdleConns(maxOpen)
+	idle := cfg.ConnMaxIdleTime
+	if idle <= 0 {
+		idle = 5 * time.Minute
+	}
+	db.SetConnMaxIdleTime(idle)
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	s := &Store{db: db, d: d, now: now, tenants: map[string]int64{}}
+	if err := s.Ping(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("sqlstore: ping: %w", err)
+	}
+	return nil
+}
+
+// Migrate creates the schema where it is missing. It is idempotent: it never
+// changes or drops an existing table.
+func (s *Store) Migrate(ctx context.Context) error {
+	text, err := schemas.ReadFile("schema/" + s.d.schemaFile())
+	if err != nil {
+		return fmt.Errorf("sqlstore: migrate: %w", err)
+	}
+	for _, stmt := range splitStatements(string(text)) {
+		if _, err := s.db.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("sqlstore: migrate: %w", err)
+		}
+	}
+	return nil
+}
+
+// splitStatements splits a schema file into statements: each ends with a
+// semicolon at the end of a line; lines starting with "--" are comments.
+func splitStatements(text string) []string {
+	var out []string
+	var b strings.Builder
+	for line := range strings.Lines(text) {
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || strings.HasPrefix(trimmed, "--") {
+			continue
+		}
+		b.WriteString(line)
+		if strings.HasSuffix(trimmed, ";") {
+			out = append(out, strings.TrimSuffix(strings.TrimSpace(b.String()), ";"))
+			b.Reset()
+		}
+	}
+	if rest := strings.TrimSpace(b.String()); rest != "" {
+		out = append(out, rest)
+	}
+	return out
+}
+
+// Empty reports whether the store holds no tenant (and so no data). The
+// schema must exist.
+func (s *Store) Empty(ctx context.Context) (bool, error) {
+	var one int
+	err := s.db.QueryRowContext(ctx, "SELECT 1 FROM tenants LIMIT 1").Scan(&one)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("sqlstore: empty: %w", err)
+	}
+	return false, nil
+}
+
+// tenantID resolves a tenant name to its id. ok is false for an unknown
+// tenant, which is not an error: it has no data. Known names are cached for
+// the life of the store (tenant ids never change); unknown ones are looked up
+// again, so a tenant added later is found.
+func (s *Store) tenantID(ctx context.Context, name string) (id int64, ok bool, err error) {
+	s.mu.RLock()
+	id, ok = s.tenants[name]
+	s.mu.RUnlock()
+	if ok {
+		return id, true, nil
+	}
+	q := newQuery(s.d)
+	q.add("SELECT id FROM tenants WHERE name = " + q.arg(name))
+	err = s.db.QueryRowContext(ctx, q.String(), q.args...).Scan(&id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("tenant %q: %w", name, err)
+	}
+	s.mu.Lock()
+	s.tenants[name] = id
+	s.mu.Unlock()
+	return id, true, nil
+}
