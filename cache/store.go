@@ -457,23 +457,13 @@ func (s *Store) lookup(h uint64, k Key, gen uint64) *item {
 	return s.ov.get(h, k, gen)
 }
 
+// hash is k's ristretto key. Collisions cost only a miss: lookups compare
+// the whole Key.
 func (s *Store) hash(k Key) uint64 {
-	var mh maphash.Hash
-	mh.SetSeed(s.seed)
-	writeField(&mh, k.Tenant)
-	writeField(&mh, k.Resource)
-	writeField(&mh, k.Variant)
-	return mh.Sum64()
-}
-
-func writeField(mh *maphash.Hash, f string) {
-	var n [8]byte
-	l := uint64(len(f))
-	for i := range n {
-		n[i] = byte(l >> (8 * i))
-	}
-	mh.Write(n[:])
-	mh.WriteString(f)
+	const m = 0x9E3779B97F4A7C15
+	h := maphash.String(s.seed, k.Tenant)
+	h = (h*m ^ maphash.String(s.seed, k.Resource)) * m
+	return h ^ maphash.String(s.seed, k.Variant)
 }
 
 // flightKey names a flight: kind, generation and the whole key, each field

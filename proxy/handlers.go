@@ -27,7 +27,10 @@ const (
 type loader func(ctx context.Context) (body []byte, negative bool, err error)
 
 func (s *Server) listProperties(w http.ResponseWriter, r *request) error {
-	q := r.URL.Query()
+	q, err := parseQuery(r.URL.RawQuery)
+	if err != nil {
+		return err
+	}
 	c, errs := normalize.ParseProperties(q, s.norm)
 	if err := s.criteriaErrors(r, q, c, errs); err != nil {
 		return err
@@ -48,7 +51,10 @@ func (s *Server) listProperties(w http.ResponseWriter, r *request) error {
 }
 
 func (s *Server) listAgents(w http.ResponseWriter, r *request) error {
-	q := r.URL.Query()
+	q, err := parseQuery(r.URL.RawQuery)
+	if err != nil {
+		return err
+	}
 	c, errs := normalize.ParseAgents(q, s.norm)
 	if err := s.criteriaErrors(r, q, c, errs); err != nil {
 		return err
@@ -112,6 +118,21 @@ func (s *Server) getAgent(w http.ResponseWriter, r *request) error {
 		}
 		return render.AppendAgent(nil, f, &a, o), false, nil
 	})
+}
+
+// parseQuery parses a raw query strictly: a query that url.ParseQuery
+// rejects (more than 10,000 parameters, a bad %-escape, a ';' separator)
+// gets the spec's error list rather than being served as if it were empty.
+func parseQuery(raw string) (url.Values, error) {
+	q, err := url.ParseQuery(raw)
+	if err == nil {
+		return q, nil
+	}
+	msg := "Invalid query string: parameters must be URL-encoded key=value pairs separated by &"
+	if strings.Contains(err.Error(), "too many") {
+		msg = "Too many parameters: at most 10000 are accepted"
+	}
+	return nil, normalize.Errors{{Field: "query", Message: msg}}
 }
 
 // answerOrFail turns a backend's criteria rejection into an error-list body

@@ -233,3 +233,20 @@ func TestETagGzipHead(t *testing.T) {
 			head.Code, head.Body.Len(), head.Header().Get("Content-Length"), first.Header().Get("Content-Length"))
 	}
 }
+
+func TestMalformedQueryIsAnErrorList(t *testing.T) {
+	s := newServer(t, newFake(), proxy.Options{})
+	tests := map[string]string{
+		"bad escape":      "/au/properties.json?status=%zz",
+		"semicolon":       "/au/properties.json?status=sold;limit=1",
+		"too many params": "/au/properties.json?" + strings.Repeat("x=1&", 10001),
+	}
+	for name, target := range tests {
+		t.Run(name, func(t *testing.T) {
+			w := get(s, "GET", "harbour", target)
+			if w.Code != 200 || !strings.HasPrefix(w.Body.String(), `{"errors":{"count":"1","error":{"field":"query","message":`) {
+				t.Errorf("status %d body %s; want the error list on field query", w.Code, w.Body)
+			}
+		})
+	}
+}

@@ -90,11 +90,14 @@ func New(users []User, tenants []Tenant, o Options) (*Server, error) {
 		cache:     o.Cache,
 		policy:    o.Policy,
 		breakers:  o.Breakers,
-		now:       cmp.Or(o.Now, time.Now),
+		now:       o.Now,
 		log:       o.Logger,
 	}
 	if s.countries == nil {
 		s.countries = map[string]*time.Location{"au": mustZone("Australia/Sydney"), "nz": mustZone("Pacific/Auckland")}
+	}
+	if s.now == nil {
+		s.now = time.Now
 	}
 	if s.policy == nil {
 		s.policy = func(string) cache.Policy { return DefaultPolicy }

@@ -128,9 +128,7 @@ func openBackend(ctx context.Context, name string, cfg *config.Config, log *slog
 		return c, func() {}, nil
 	default:
 		st, err := sqlstore.Open(ctx, sqlstore.Config{
-			Dialect: b.Kind, DSN: b.DSN, Now: now,
-			MaxOpenConns: b.MaxOpenConns, MaxIdleConns: b.MaxIdleConns,
-			ConnMaxLifetime: b.ConnMaxLifetime.D(), QueryTimeout: b.QueryTimeout.D(),
+			Dialect: b.Kind, DSN: b.DSN, Now: now, MaxOpenConns: b.MaxOpenConns,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("backend %s: %w", name, err)

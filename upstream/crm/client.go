@@ -233,12 +233,13 @@ func New(o Options) (*Client, error) {
 				Timeout:   c.timeout,
 				KeepAlive: 30 * time.Second,
 			}).DialContext,
-			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          2 * maxConc,
-			MaxIdleConnsPerHost:   maxConc, // every slot can keep its connection warm
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   c.timeout,
-			ResponseHeaderTimeout: c.timeout,
+			ForceAttemptHTTP2:   true,
+			MaxIdleConns:        2 * maxConc,
+			MaxIdleConnsPerHost: maxConc, // every slot can keep its connection warm
+			IdleConnTimeout:     90 * time.Second,
+			TLSHandshakeTimeout: c.timeout,
+			// No ResponseHeaderTimeout: each call's context deadline
+			// (Timeout) bounds headers and body together.
 			ExpectContinueTimeout: time.Second,
 		}
 		c.hc = &http.Client{Transport: c.transport}

@@ -168,13 +168,14 @@ func checkFailure(t *testing.T, err, want error, wantMsg string) {
 
 func TestCancellation(t *testing.T) {
 	before := runtime.NumGoroutine()
-	started := make(chan struct{}, 64)
+	var started chan struct{} // fresh for each subtest
 	blocked := func(w http.ResponseWriter, r *http.Request, user string) {
 		started <- struct{}{}
 		<-r.Context().Done()
 	}
 
 	t.Run("already cancelled", func(t *testing.T) {
+		started = make(chan struct{}, 64)
 		f := newFakeCRM(t, blocked)
 		c := newTestClient(t, f, Options{})
 		ctx, cancel := context.WithCancel(t.Context())
@@ -188,6 +189,7 @@ func TestCancellation(t *testing.T) {
 		}
 	})
 	t.Run("during the call", func(t *testing.T) {
+		started = make(chan struct{}, 64)
 		f := newFakeCRM(t, blocked)
 		c := newTestClient(t, f, Options{})
 		ctx, cancel := context.WithCancel(t.Context())
@@ -198,17 +200,18 @@ func TestCancellation(t *testing.T) {
 		}
 	})
 	t.Run("caller deadline", func(t *testing.T) {
+		started = make(chan struct{}, 64)
 		f := newFakeCRM(t, blocked)
 		c := newTestClient(t, f, Options{})
 		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 		defer cancel()
 		_, err := c.GetAgent(ctx, harbourAU, 5)
-		<-started
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("err = %v, want the caller's context.DeadlineExceeded", err)
 		}
 	})
 	t.Run("waiting for a slot", func(t *testing.T) {
+		started = make(chan struct{}, 64)
 		f := newFakeCRM(t, blocked)
 		c := newTestClient(t, f, Options{MaxConcurrency: 1})
 		first, cancelFirst := context.WithCancel(t.Context())
@@ -228,6 +231,7 @@ func TestCancellation(t *testing.T) {
 		<-done
 	})
 	t.Run("during hydration", func(t *testing.T) {
+		started = make(chan struct{}, 64)
 		g := newGenerated(1, 2, 3, 4)
 		f := newFakeCRM(t, func(w http.ResponseWriter, r *http.Request, user string) {
 			if strings.HasPrefix(r.URL.Path, "/au/properties/") {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -51,6 +52,31 @@ const drainBytes = 8 << 10
 // get calls GET {base}/{country}/{path...}?{q} for the scope's tenant and
 // returns the root element of the XML body. Errors are unprefixed.
 func (c *Client) get(ctx context.Context, s upstream.Scope, q url.Values, path ...string) (*etree.Element, error) {
+	body, err := c.fetch(ctx, s, q, path)
+	if err != nil {
+		return nil, err
+	}
+	doc := etree.NewDocument()
+	doc.ReadSettings = etree.ReadSettings{
+		CharsetReader: charsetReader,
+		Entity:        xml.HTMLEntity, // legacy text sometimes carries &nbsp; and friends
+		MaxDepth:      64,
+	}
+	if err := doc.ReadFromBytes(body); err != nil {
+		return nil, fmt.Errorf("%w: %v", errMalformed, err)
+	}
+	root := doc.Root()
+	if root == nil {
+		return nil, fmt.Errorf("%w: no root element", errMalformed)
+	}
+	return root, nil
+}
+
+// fetch makes the HTTP call within Timeout and one concurrency slot and
+// returns the body of a 200 XML answer. The body is read whole before
+// parsing: an oversized body is refused at memory speed, and the slot is
+// free again while the XML is parsed.
+func (c *Client) fetch(ctx context.Context, s upstream.Scope, q url.Values, path []string) ([]byte, error) {
 	cred, ok := c.creds[s.Tenant]
 	if !ok {
 		return nil, fmt.Errorf("%w %q", errNoCredentials, s.Tenant)
@@ -68,23 +94,27 @@ func (c *Client) get(ctx context.Context, s upstream.Scope, q url.Values, path .
 
 	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	// failed explains err after the call's context may have ended: the
-	// caller's own cancellation wins, then this package's timeout.
-	failed := func(err error) error {
+	// failed explains a transport error, which may come from the call's
+	// context ending: the caller's own cancellation wins, then this
+	// package's timeout (or a transport's, such as a dial timeout).
+	failed := func(what string, err error) error {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
 		}
 		if callCtx.Err() != nil {
 			return fmt.Errorf("%w after %s", errTimeout, c.timeout)
 		}
-		return err
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+			return fmt.Errorf("%w: %s%v", errTimeout, what, err)
+		}
+		return fmt.Errorf("%w: %s%v", errRequest, what, err)
 	}
 
 	select {
 	case c.sem <- struct{}{}:
 		defer func() { <-c.sem }()
 	case <-callCtx.Done():
-		return nil, failed(callCtx.Err())
+		return nil, failed("waiting for a slot: ", callCtx.Err())
 	}
 
 	req, err := http.NewRequestWithContext(callCtx, http.MethodGet, u.String(), nil)
@@ -98,7 +128,7 @@ func (c *Client) get(ctx context.Context, s upstream.Scope, q url.Values, path .
 	c.stats.calls.Add(1)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, failed(fmt.Errorf("%w: %v", errRequest, err))
+		return nil, failed("", err)
 	}
 	defer func() {
 		_, _ = io.CopyN(io.Discard, resp.Body, drainBytes)
@@ -115,26 +145,17 @@ func (c *Client) get(ctx context.Context, s upstream.Scope, q url.Values, path .
 	if ct := resp.Header.Get("Content-Type"); ct != "" && !isXML(ct) {
 		return nil, fmt.Errorf("%w %q", errContentType, ct)
 	}
-
-	body := &limitedReader{r: io.LimitReader(resp.Body, c.maxBody+1), left: c.maxBody}
-	doc := etree.NewDocument()
-	doc.ReadSettings = etree.ReadSettings{
-		CharsetReader: charsetReader,
-		Entity:        xml.HTMLEntity, // legacy text sometimes carries &nbsp; and friends
-		MaxDepth:      64,
+	if resp.ContentLength > c.maxBody {
+		return nil, fmt.Errorf("%w of %d bytes (Content-Length %d)", errTooLarge, c.maxBody, resp.ContentLength)
 	}
-	_, err = doc.ReadFrom(body)
+	body, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody+1))
 	switch {
-	case body.left < 0 || errors.Is(err, errTooLarge):
-		return nil, fmt.Errorf("%w of %d bytes", errTooLarge, c.maxBody)
 	case err != nil:
-		return nil, failed(fmt.Errorf("%w: %v", errMalformed, err))
+		return nil, failed("reading the body: ", err)
+	case int64(len(body)) > c.maxBody:
+		return nil, fmt.Errorf("%w of %d bytes", errTooLarge, c.maxBody)
 	}
-	root := doc.Root()
-	if root == nil {
-		return nil, fmt.Errorf("%w: no root element", errMalformed)
-	}
-	return root, nil
+	return body, nil
 }
 
 // validCountry accepts the lower-case letters of a country segment, so a
@@ -159,22 +180,6 @@ func isXML(ct string) bool {
 		return false
 	}
 	return mt == "application/xml" || mt == "text/xml" || strings.HasSuffix(mt, "+xml")
-}
-
-// limitedReader reads from an io.LimitReader of max+1 bytes and fails once
-// more than max bytes came through.
-type limitedReader struct {
-	r    io.Reader
-	left int64
-}
-
-func (l *limitedReader) Read(p []byte) (int, error) {
-	n, err := l.r.Read(p)
-	l.left -= int64(n)
-	if l.left < 0 {
-		return 0, errTooLarge
-	}
-	return n, err
 }
 
 // charsetReader decodes the single-byte charsets a legacy endpoint is likely

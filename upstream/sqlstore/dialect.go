@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"embed"
 	"fmt"
+	"github.com/go-sql-driver/mysql"
 	"net/url"
 	"strings"
 	"time"
@@ -33,6 +34,8 @@ type dialect interface {
 	timeArg(t time.Time) any
 	// dateArg is the bind value of a date, given as "YYYY-MM-DD".
 	dateArg(date string) any
+	// analyze is run after a bulk load so the planner knows the data.
+	analyze() []string
 }
 
 func dialectFor(name string) (dialect, error) {
@@ -98,6 +101,7 @@ func (sqliteDialect) orderTerm(col string, _ bool) string { return col }
 func (sqliteDialect) likeEscape() string                  { return ` ESCAPE '\'` }
 func (sqliteDialect) timeArg(t time.Time) any             { return t.UTC().Format(sqliteTimeLayout) }
 func (sqliteDialect) dateArg(date string) any             { return date }
+func (sqliteDialect) analyze() []string                   { return []string{"ANALYZE"} }
 
 // mysqlDialect is MySQL or MariaDB through github.com/go-sql-driver/mysql
 // with parseTime=true. Timestamps are DATETIME in UTC.
@@ -105,20 +109,22 @@ type mysqlDialect struct{}
 
 func (mysqlDialect) driverName() string { return "mysql" }
 func (mysqlDialect) schemaFile() string { return "mysql.sql" }
+
+// prepareDSN sets what scanning relies on: parseTime (DATETIME and DATE
+// arrive as time.Time) and, unless given, loc=UTC (they are stored in UTC).
 func (mysqlDialect) prepareDSN(dsn string) (string, error) {
 	if dsn == "" {
 		return "", fmt.Errorf("sqlstore: empty DSN")
 	}
-	base, query, _ := strings.Cut(dsn, "?")
-	q, err := url.ParseQuery(query)
+	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return "", fmt.Errorf("sqlstore: DSN query: %w", err)
+		return "", fmt.Errorf("sqlstore: DSN: %w", err)
 	}
-	q.Set("parseTime", "true")
-	if q.Get("loc") == "" {
-		q.Set("loc", "UTC")
+	cfg.ParseTime = true
+	if cfg.Loc == nil {
+		cfg.Loc = time.UTC
 	}
-	return base + "?" + q.Encode(), nil
+	return cfg.FormatDSN(), nil
 }
 func (mysqlDialect) placeholder(int) string { return "?" }
 
@@ -128,3 +134,6 @@ func (mysqlDialect) orderTerm(col string, _ bool) string { return col }
 func (mysqlDialect) likeEscape() string                  { return ` ESCAPE '\\'` }
 func (mysqlDialect) timeArg(t time.Time) any             { return t.UTC() }
 func (mysqlDialect) dateArg(date string) any             { return date }
+func (mysqlDialect) analyze() []string {
+	return []string{"ANALYZE TABLE tenants, agents, properties, property_agents, property_media, openhomes"}
+}

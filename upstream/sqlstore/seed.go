@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -45,7 +46,24 @@ func (s *Store) SeedDemo(ctx context.Context, o demo.Options) (err error) {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlstore: seed demo: %w", err)
 	}
+	for _, stmt := range s.d.analyze() {
+		if err := s.exec(ctx, stmt); err != nil {
+			return fmt.Errorf("sqlstore: seed demo: analyze: %w", err)
+		}
+	}
 	return nil
+}
+
+// exec runs a statement and drains any result rows (ANALYZE TABLE answers
+// with a result set).
+func (s *Store) exec(ctx context.Context, stmt string) error {
+	rows, err := s.db.QueryContext(ctx, stmt)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+	}
+	return errors.Join(rows.Err(), rows.Close())
 }
 
 // seedBatchRows is the number of rows per INSERT statement. The widest table

@@ -233,7 +233,7 @@ func TestSQLiteLikeEscaping(t *testing.T) {
 			(9001, 99, 'au', 'Percy 100% Sure', 'percy'),
 			(9002, 99, 'au', 'Una_Score', 'una'),
 			(9003, 99, 'au', 'Back\Slash', 'back'),
-			(9004, 99, 'au', 'Plain Name', 'plain')`)
+			(9004, 99, 'au', 'Plain Names', 'plain')`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestSQLiteLikeEscaping(t *testing.T) {
 		{"0% s", []int64{9001}},
 		{"a_s", []int64{9002}},
 		{`k\s`, []int64{9003}},
-		{"a", []int64{9001, 9002, 9003, 9004}},
+		{"S", []int64{9001, 9002, 9003, 9004}},
 		{"%%", nil},
 		{"u_a", nil},
 	} {
