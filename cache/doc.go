@@ -29,6 +29,16 @@
 // budget), so ristretto plus overlay never hold more than MaxBytes. A
 // replacement larger than the entry it replaces deletes the old one first,
 // because ristretto applies a bigger cost to an existing key without evicting.
+// An entry that ristretto refuses and that is larger than the overlay budget
+// is served to the callers of its flight and not kept; an entry larger than
+// ristretto's share is never kept (both count as Stats.Rejections).
+//
+// Items are keyed in ristretto by a seeded 64-bit hash of the Key and carry
+// the whole Key, which every lookup compares, so a hash collision costs a
+// miss, never a wrong body. Items are also given a ristretto TTL equal to
+// their useful life (TTL plus the longer stale window, or NegativeTTL) so
+// that dead entries free their bytes; freshness itself is always judged with
+// Options.Now.
 //
 // # Generations and purges
 //

@@ -103,11 +103,11 @@ type Store struct {
 }
 
 type counters struct {
-	outcomes                                    [len(outcomeNames)]atomic.Uint64
-	errors, loaderCalls, joins, getFlights      atomic.Uint64
-	refreshes, panics, evictions, rejects       atomic.Uint64
-	purges, entries, overlayPuts, notStoredPurg atomic.Uint64
-	residentDrops                               atomic.Uint64
+	outcomes                                 [len(outcomeNames)]atomic.Uint64
+	errors, loaderCalls, refreshes, panics   atomic.Uint64
+	joins, getFlights                        atomic.Uint64 // Waiters = joins - getFlights
+	evictions, rejects, overlayPuts, entries atomic.Uint64
+	purges, purgedFills                      atomic.Uint64
 }
 
 // item is what the Store keeps in ristretto and the overlay. Immutable
@@ -310,7 +310,7 @@ func (s *Store) flight(ctx context.Context, h uint64, k Key, gen uint64, p Polic
 		if s.genOf(k) == gen {
 			s.store(h, k, gen, e, p)
 		} else {
-			s.st.notStoredPurg.Add(1)
+			s.st.purgedFills.Add(1)
 		}
 		return &fillResult{entry: e}, nil
 	}
@@ -598,7 +598,7 @@ func (s *Store) Stats() Stats {
 		Rejections:   s.st.rejects.Load(),
 		OverlayPuts:  s.st.overlayPuts.Load(),
 		Purges:       s.st.purges.Load(),
-		PurgedFills:  s.st.notStoredPurg.Load(),
+		PurgedFills:  s.st.purgedFills.Load(),
 	}
 	if j, f := s.st.joins.Load(), s.st.getFlights.Load(); j > f {
 		st.Waiters = j - f

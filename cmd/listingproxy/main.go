@@ -4,6 +4,7 @@
 //
 //	listingproxy [-config FILE] [-listen ADDR] [-admin-listen ADDR]
 //	listingproxy hash-password
+//	listingproxy diff -old URL -new URL [flags] PATHS-FILE
 //
 // run owns signals, configuration, wiring, serving and shutdown; main only
 // calls it.
@@ -30,6 +31,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		switch args[1] {
 		case "hash-password":
 			return hashPassword(args[2:], stdin, stdout)
+		case "diff":
+			return diffCommand(ctx, args[2:], getenv, stdout, stderr)
 		case "serve":
 			args = append(args[:1:1], args[2:]...)
 		}

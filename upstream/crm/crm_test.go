@@ -137,6 +137,54 @@ func TestListPropertiesCriteria(t *testing.T) {
 	}
 }
 
+// The exported methods send the criteria's canonical query, asking for the
+// detail level the hydration needs.
+func TestParsedCriteria(t *testing.T) {
+	f := newFakeCRM(t, serveFixtures(t))
+	props, errs := normalize.ParseProperties(url.Values{"detail": {"full"}, "status": {"current"}, "limit": {"2"}}, normalize.Options{})
+	if errs != nil {
+		t.Fatalf("ParseProperties: %v", errs)
+	}
+	agents, errs := normalize.ParseAgents(url.Values{"name": {"Jane"}}, normalize.Options{})
+	if errs != nil {
+		t.Fatalf("ParseAgents: %v", errs)
+	}
+	full := props.Values().Encode()
+	short := withDetail(props.Values(), normalize.Short).Encode()
+
+	t.Run("one call", func(t *testing.T) {
+		c := newTestClient(t, f, Options{Hydrate: HydrateNever})
+		if _, err := c.ListProperties(t.Context(), harbourAU, props); err != nil {
+			t.Fatalf("ListProperties: %v", err)
+		}
+		if q := f.lastQuery(); q != full || !strings.Contains(q, "detail=full") || !strings.Contains(q, "status%5B%5D=current") {
+			t.Errorf("query = %q, want %q", q, full)
+		}
+	})
+	t.Run("hydrated", func(t *testing.T) {
+		c := newTestClient(t, f, Options{Hydrate: HydrateAlways})
+		first := len(f.allQueries())
+		if _, err := c.ListProperties(t.Context(), harbourAU, props); err != nil {
+			t.Fatalf("ListProperties: %v", err)
+		}
+		if !strings.Contains(short, "detail=short") || !strings.Contains(short, "limit=2") {
+			t.Fatalf("short query %q", short)
+		}
+		if q := f.allQueries()[first]; q != short { // the list comes before its documents
+			t.Errorf("list query = %q, want %q", q, short)
+		}
+	})
+	t.Run("agents", func(t *testing.T) {
+		c := newTestClient(t, f, Options{})
+		if _, err := c.ListAgents(t.Context(), harbourAU, agents); err != nil {
+			t.Fatalf("ListAgents: %v", err)
+		}
+		if q, want := f.lastQuery(), agents.Values().Encode(); q != want {
+			t.Errorf("query = %q, want %q", q, want)
+		}
+	})
+}
+
 func TestListPropertiesFullOneCall(t *testing.T) {
 	f := newFakeCRM(t, serveFixtures(t))
 	c := newTestClient(t, f, Options{Hydrate: HydrateNever})

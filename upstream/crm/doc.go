@@ -29,7 +29,7 @@
 //	any other status than 200 (5xx, 404, 3xx...)    failure: "upstream status N"
 //	content type neither XML nor absent (HTML...)   failure: "unexpected content type"
 //	truncated or malformed XML, wrong root element  failure: "malformed XML" / "unexpected root element"
-//	body larger than Options.MaxBodyBytes           failure: "body exceeds N bytes"
+//	body larger than Options.MaxBodyBytes           failure: "body exceeds the size limit of N bytes"
 //	Options.Timeout elapsed (also mid-body)         failure: "upstream timed out after D"
 //	connection refused, reset, DNS...               failure: "upstream request: ..."
 //	tenant without credentials                      failure: "no upstream credentials for tenant"
@@ -42,6 +42,14 @@
 // cancellation (not a failure). Only *upstream.CriteriaError and
 // upstream.ErrNotFound are answers; everything else should count against a
 // breaker.
+//
+// The CRM enforces its own permissions on the tenant's upstream user: full
+// detail needs its "full" permission and raw prices its "prices" permission,
+// so every field present is parsed and the proxy re-renders from the model.
+// A single-resource call that the CRM refuses for want of "full" comes back
+// as the same single error as a missing record and therefore reads as not
+// found, and a full list refused that way comes back as a criteria error on
+// "detail": upstream users should hold both permissions.
 //
 // # Hydration of full-detail property lists
 //

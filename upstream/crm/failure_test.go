@@ -168,15 +168,18 @@ func checkFailure(t *testing.T, err, want error, wantMsg string) {
 
 func TestCancellation(t *testing.T) {
 	before := runtime.NumGoroutine()
-	var started chan struct{} // fresh for each subtest
-	blocked := func(w http.ResponseWriter, r *http.Request, user string) {
-		started <- struct{}{}
-		<-r.Context().Done()
+	// blockedOn returns a handler that reports on started, then blocks until
+	// the request is done.
+	blockedOn := func(started chan struct{}) func(w http.ResponseWriter, r *http.Request, user string) {
+		return func(w http.ResponseWriter, r *http.Request, user string) {
+			started <- struct{}{}
+			<-r.Context().Done()
+		}
 	}
 
 	t.Run("already cancelled", func(t *testing.T) {
-		started = make(chan struct{}, 64)
-		f := newFakeCRM(t, blocked)
+		started := make(chan struct{}, 64)
+		f := newFakeCRM(t, blockedOn(started))
 		c := newTestClient(t, f, Options{})
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
@@ -189,8 +192,8 @@ func TestCancellation(t *testing.T) {
 		}
 	})
 	t.Run("during the call", func(t *testing.T) {
-		started = make(chan struct{}, 64)
-		f := newFakeCRM(t, blocked)
+		started := make(chan struct{}, 64)
+		f := newFakeCRM(t, blockedOn(started))
 		c := newTestClient(t, f, Options{})
 		ctx, cancel := context.WithCancel(t.Context())
 		go func() { <-started; cancel() }()
@@ -200,8 +203,8 @@ func TestCancellation(t *testing.T) {
 		}
 	})
 	t.Run("caller deadline", func(t *testing.T) {
-		started = make(chan struct{}, 64)
-		f := newFakeCRM(t, blocked)
+		started := make(chan struct{}, 64)
+		f := newFakeCRM(t, blockedOn(started))
 		c := newTestClient(t, f, Options{})
 		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 		defer cancel()
@@ -211,8 +214,8 @@ func TestCancellation(t *testing.T) {
 		}
 	})
 	t.Run("waiting for a slot", func(t *testing.T) {
-		started = make(chan struct{}, 64)
-		f := newFakeCRM(t, blocked)
+		started := make(chan struct{}, 64)
+		f := newFakeCRM(t, blockedOn(started))
 		c := newTestClient(t, f, Options{MaxConcurrency: 1})
 		first, cancelFirst := context.WithCancel(t.Context())
 		done := make(chan error, 1)
@@ -231,11 +234,11 @@ func TestCancellation(t *testing.T) {
 		<-done
 	})
 	t.Run("during hydration", func(t *testing.T) {
-		started = make(chan struct{}, 64)
+		started := make(chan struct{}, 64)
 		g := newGenerated(1, 2, 3, 4)
 		f := newFakeCRM(t, func(w http.ResponseWriter, r *http.Request, user string) {
 			if strings.HasPrefix(r.URL.Path, "/au/properties/") {
-				blocked(w, r, user)
+				blockedOn(started)(w, r, user)
 				return
 			}
 			g.serve(w, r, user)

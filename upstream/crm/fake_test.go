@@ -105,6 +105,12 @@ func (f *fakeCRM) total() int {
 	return n
 }
 
+func (f *fakeCRM) allQueries() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.queries...)
+}
+
 func (f *fakeCRM) lastQuery() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()

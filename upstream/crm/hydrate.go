@@ -209,9 +209,3 @@ func (l *lru[K, V]) put(k K, v V, at time.Time) {
 		delete(l.m, oldest.Value.(*lruEntry[K, V]).key)
 	}
 }
-
-func (l *lru[K, V]) len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.ll.Len()
-}

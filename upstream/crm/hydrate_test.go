@@ -56,7 +56,7 @@ func TestHydrationCalls(t *testing.T) {
 		if n := f.count("/au/properties.xml"); n != 1 {
 			t.Errorf("list calls = %d, want 1", n)
 		}
-		if q := f.queries[0]; q != "detail=short" {
+		if q := f.allQueries()[0]; q != "detail=short" {
 			t.Errorf("list query = %q, want detail=short", q)
 		}
 		if n := docCalls(f, "au", all...); n != len(all) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/go-sql-driver/mysql"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -42,10 +43,12 @@ func dialectFor(name string) (dialect, error) {
 	switch name {
 	case "", "sqlite":
 		return sqliteDialect{}, nil
+	case "postgres":
+		return postgresDialect{}, nil
 	case "mysql":
 		return mysqlDialect{}, nil
 	}
-	return nil, fmt.Errorf("sqlstore: unknown dialect %q (want sqlite or mysql)", name)
+	return nil, fmt.Errorf("sqlstore: unknown dialect %q (want sqlite, postgres or mysql)", name)
 }
 
 // sqliteTimeLayout is how timestamps are stored on SQLite: ISO-8601 UTC with
@@ -137,3 +140,38 @@ func (mysqlDialect) dateArg(date string) any             { return date }
 func (mysqlDialect) analyze() []string {
 	return []string{"ANALYZE TABLE tenants, agents, properties, property_agents, property_media, openhomes"}
 }
+
+// postgresDialect is PostgreSQL through github.com/jackc/pgx/v5/stdlib
+// (driver "pgx"). Timestamps are timestamptz, approved is date, text
+// columns are declared COLLATE "C" (byte-wise).
+type postgresDialect struct{}
+
+func (postgresDialect) driverName() string { return "pgx" }
+func (postgresDialect) schemaFile() string { return "postgres.sql" }
+func (postgresDialect) prepareDSN(dsn string) (string, error) {
+	if dsn == "" {
+		return "", fmt.Errorf("sqlstore: empty DSN")
+	}
+	return dsn, nil
+}
+func (postgresDialect) placeholder(n int) string { return "$" + strconv.Itoa(n) }
+
+// PostgreSQL sorts NULLs last in ascending order unless told otherwise, and
+// compares text by the column's collation: both are made explicit, so a
+// legacy view with another collation still orders byte-wise.
+func (postgresDialect) orderTerm(col string, text bool) string {
+	if text {
+		return col + ` COLLATE "C" NULLS FIRST`
+	}
+	return col + " NULLS FIRST"
+}
+func (postgresDialect) likeEscape() string      { return ` ESCAPE '\'` }
+func (postgresDialect) timeArg(t time.Time) any { return t.UTC() }
+func (postgresDialect) dateArg(date string) any {
+	t, err := time.Parse(dateLayout, date)
+	if err != nil {
+		return date // normalize only passes valid dates; let the server judge
+	}
+	return t
+}
+func (postgresDialect) analyze() []string { return []string{"ANALYZE"} }

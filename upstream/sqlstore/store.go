@@ -28,6 +28,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -37,14 +38,16 @@ import (
 
 // Config configures Open. Only DSN is required.
 type Config struct {
-	// Dialect is the SQL engine: "sqlite" (the default when empty) or
-	// "mysql" (MySQL or MariaDB).
+	// Dialect is the SQL engine: "sqlite" (the default when empty),
+	// "postgres" or "mysql" (MySQL or MariaDB).
 	Dialect string
 	// DSN is the data source name of the engine's driver. SQLite: a file
 	// path or "file:" URI (modernc.org/sqlite); busy timeout, WAL, foreign
 	// keys and immediate write transactions are added unless the DSN sets
 	// them. An in-memory SQLite database (":memory:", mode=memory) is
 	// per connection, so the store then uses a single connection.
+	// PostgreSQL: a pgx connection string. MySQL: a go-sql-driver DSN;
+	// parseTime=true and loc=UTC are forced.
 	DSN string
 	// Now returns the current time; open homes that ended before it are not
 	// served. Default time.Now.
@@ -81,6 +84,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	dsn, err := d.prepareDSN(cfg.DSN)
 	if err != nil {
 		return nil, err
+	}
+	if !slices.Contains(sql.Drivers(), d.driverName()) {
+		return nil, fmt.Errorf("sqlstore: database/sql driver %q is not linked in", d.driverName())
 	}
 	db, err := sql.Open(d.driverName(), dsn)
 	if err != nil {

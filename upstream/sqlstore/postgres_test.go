@@ -1,0 +1,79 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"listingproxy/upstream/sqlstore/demo"
+)
+
+// openPostgres opens a store on a fresh schema of the PostgreSQL database
+// named by LISTINGPROXY_TEST_POSTGRES_DSN (a URL), dropped when the test
+// ends.
+func openPostgres(t *testing.T) *Store {
+	t.Helper()
+	dsn := os.Getenv("LISTINGPROXY_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("LISTINGPROXY_TEST_POSTGRES_DSN is not set; set it to run the PostgreSQL tests, " +
+			"e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+	}
+	if !slices.Contains(sql.Drivers(), "pgx") {
+		t.Skip("the pgx driver is not linked in; run with -tags sqlstore_pgx")
+	}
+	ctx := context.Background()
+	admin, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	schema := fmt.Sprintf("listingproxy_test_%d_%d", os.Getpid(), time.Now().UnixNano())
+	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("drop test schema: %v", err)
+		}
+	})
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("LISTINGPROXY_TEST_POSTGRES_DSN must be a URL: %v", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	st, err := Open(ctx, Config{Dialect: "postgres", DSN: u.String(), Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func TestPostgresBackend(t *testing.T) {
+	st := openPostgres(t)
+	ctx := context.Background()
+	for range 2 { // Migrate is idempotent
+		if err := st.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if empty, err := st.Empty(ctx); err != nil || !empty {
+		t.Fatalf("Empty() = %v, %v; want true", empty, err)
+	}
+	o := demo.Options{Now: testNow}
+	if err := st.SeedDemo(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := demo.Collect(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testBackendAgainstOracle(t, st, ds, testNow)
+}

@@ -1,0 +1,110 @@
+-- The legacy schema (design.md §7) on PostgreSQL 12+.
+--
+-- Timestamps are timestamptz, approved is date. Text columns are COLLATE "C"
+-- so ORDER BY and their btree indexes compare byte-wise, as on SQLite and
+-- MySQL (utf8mb4_bin). Case-insensitive filters use lower(col) = $n, backed
+-- by expression indexes. Nullable order columns are indexed NULLS FIRST, as
+-- the store orders them.
+--
+-- Every statement is idempotent; statements are separated by a semicolon at
+-- the end of a line.
+
+CREATE TABLE IF NOT EXISTS tenants (
+	id   bigint PRIMARY KEY,
+	name text COLLATE "C" NOT NULL UNIQUE
+);
+
+CREATE TABLE IF NOT EXISTS agents (
+	id                bigint PRIMARY KEY,
+	tenant_id         bigint NOT NULL REFERENCES tenants (id),
+	country           text COLLATE "C" NOT NULL,
+	name              text COLLATE "C" NOT NULL,
+	username          text COLLATE "C" NOT NULL,
+	phone             text COLLATE "C" NOT NULL DEFAULT '',
+	after_hours_phone text COLLATE "C" NOT NULL DEFAULT '',
+	mobile_phone      text COLLATE "C" NOT NULL DEFAULT '',
+	email             text COLLATE "C" NOT NULL DEFAULT '',
+	description       text COLLATE "C" NOT NULL DEFAULT '',
+	photo_url         text COLLATE "C" NOT NULL DEFAULT '',
+	website_url       text COLLATE "C" NOT NULL DEFAULT ''
+);
+CREATE UNIQUE INDEX IF NOT EXISTS agents_tenant_username ON agents (tenant_id, username);
+CREATE INDEX IF NOT EXISTS agents_tc_id ON agents (tenant_id, country, id);
+CREATE INDEX IF NOT EXISTS agents_tc_name ON agents (tenant_id, country, name);
+CREATE INDEX IF NOT EXISTS agents_tc_username ON agents (tenant_id, country, username);
+CREATE INDEX IF NOT EXISTS agents_tc_lower_username ON agents (tenant_id, country, lower(username));
+
+CREATE TABLE IF NOT EXISTS properties (
+	id              bigint PRIMARY KEY,
+	tenant_id       bigint NOT NULL REFERENCES tenants (id),
+	country         text COLLATE "C" NOT NULL,
+	agency_id       text COLLATE "C" NOT NULL,
+	last_updated    timestamptz NOT NULL,
+	approved        date,
+	street_number   text COLLATE "C" NOT NULL DEFAULT '',
+	street_name     text COLLATE "C" NOT NULL DEFAULT '',
+	address_display boolean NOT NULL DEFAULT true,
+	status          text COLLATE "C" NOT NULL,
+	latitude        double precision NOT NULL,
+	longitude       double precision NOT NULL,
+	price_text      text COLLATE "C" NOT NULL DEFAULT '',
+	price_from      double precision,
+	price_to        double precision,
+	price_type      text COLLATE "C" NOT NULL DEFAULT '',
+	category        text COLLATE "C" NOT NULL,
+	property_type   text COLLATE "C" NOT NULL DEFAULT '',
+	suburb          text COLLATE "C" NOT NULL DEFAULT '',
+	area            text COLLATE "C" NOT NULL DEFAULT '',
+	region          text COLLATE "C" NOT NULL DEFAULT '',
+	bedrooms        integer,
+	bathrooms       integer,
+	floor_size      double precision,
+	lot_size        double precision,
+	built_in        text COLLATE "C" NOT NULL DEFAULT '',
+	description     text COLLATE "C" NOT NULL DEFAULT '',
+	featured        boolean NOT NULL DEFAULT false
+);
+CREATE UNIQUE INDEX IF NOT EXISTS properties_tenant_agency_id ON properties (tenant_id, agency_id);
+CREATE INDEX IF NOT EXISTS properties_tc_id ON properties (tenant_id, country, id);
+CREATE INDEX IF NOT EXISTS properties_tc_agency_id ON properties (tenant_id, country, agency_id);
+CREATE INDEX IF NOT EXISTS properties_tc_status ON properties (tenant_id, country, status);
+CREATE INDEX IF NOT EXISTS properties_tc_category ON properties (tenant_id, country, category);
+CREATE INDEX IF NOT EXISTS properties_tc_property_type ON properties (tenant_id, country, property_type);
+CREATE INDEX IF NOT EXISTS properties_tc_lower_property_type ON properties (tenant_id, country, lower(property_type));
+CREATE INDEX IF NOT EXISTS properties_tc_lower_price_type ON properties (tenant_id, country, lower(price_type));
+CREATE INDEX IF NOT EXISTS properties_tc_lower_street_name ON properties (tenant_id, country, lower(street_name));
+CREATE INDEX IF NOT EXISTS properties_tc_geo ON properties (tenant_id, country, latitude, longitude);
+CREATE INDEX IF NOT EXISTS properties_tc_approved ON properties (tenant_id, country, approved NULLS FIRST);
+CREATE INDEX IF NOT EXISTS properties_tc_last_updated ON properties (tenant_id, country, last_updated);
+CREATE INDEX IF NOT EXISTS properties_tc_price_from ON properties (tenant_id, country, price_from NULLS FIRST);
+CREATE INDEX IF NOT EXISTS properties_tc_bedrooms ON properties (tenant_id, country, bedrooms NULLS FIRST);
+CREATE INDEX IF NOT EXISTS properties_tc_bathrooms ON properties (tenant_id, country, bathrooms NULLS FIRST);
+CREATE INDEX IF NOT EXISTS properties_tc_suburb ON properties (tenant_id, country, suburb);
+CREATE INDEX IF NOT EXISTS properties_tc_featured ON properties (tenant_id, country, featured);
+
+CREATE TABLE IF NOT EXISTS property_agents (
+	property_id bigint NOT NULL REFERENCES properties (id),
+	agent_id    bigint NOT NULL REFERENCES agents (id),
+	position    integer NOT NULL,
+	PRIMARY KEY (property_id, agent_id)
+);
+CREATE INDEX IF NOT EXISTS property_agents_agent ON property_agents (agent_id, property_id);
+
+CREATE TABLE IF NOT EXISTS property_media (
+	property_id bigint NOT NULL REFERENCES properties (id),
+	kind        text COLLATE "C" NOT NULL CHECK (kind IN ('photo', 'virtualtour', 'floorplan')),
+	url         text COLLATE "C" NOT NULL,
+	thumbnail   text COLLATE "C" NOT NULL DEFAULT '',
+	type        text COLLATE "C" NOT NULL DEFAULT '',
+	caption     text COLLATE "C" NOT NULL DEFAULT '',
+	position    integer NOT NULL,
+	PRIMARY KEY (property_id, kind, position)
+);
+
+CREATE TABLE IF NOT EXISTS openhomes (
+	property_id bigint NOT NULL REFERENCES properties (id),
+	starts_at   timestamptz NOT NULL,
+	ends_at     timestamptz NOT NULL,
+	PRIMARY KEY (property_id, starts_at)
+);
+CREATE INDEX IF NOT EXISTS openhomes_property_ends ON openhomes (property_id, ends_at);
