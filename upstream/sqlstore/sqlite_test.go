@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/url"
 	"path/filepath"
@@ -412,6 +413,40 @@ func BenchmarkListPropertiesGeo(b *testing.B) {
 	for b.Loop() {
 		if _, err := st.ListProperties(ctx, s, c); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestSQLiteConcurrentReaders runs lists from several goroutines at once;
+// each must get what a lone reader gets.
+func TestSQLiteConcurrentReaders(t *testing.T) {
+	st, _ := seededSQLite(t)
+	ctx := context.Background()
+	s := upstream.Scope{Tenant: "harbour", Country: "au"}
+	c := parseProps(t, "status[]=current&status[]=contract&order=price&limit=25&detail=full")
+	want, err := st.ListProperties(ctx, s, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			for range 10 {
+				got, err := st.ListProperties(ctx, s, c)
+				if err == nil && !equalIDs(ids(got), ids(want)) {
+					err = fmt.Errorf("got ids %v, want %v", ids(got), ids(want))
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
 		}
 	}
 }

@@ -2,16 +2,24 @@
 // over the legacy schema of design.md §7, its schema files (one per dialect,
 // embedded), migration and demo seeding.
 //
-// SQLite (modernc.org/sqlite, pure Go) is the embedded default; MySQL and
-// MariaDB are a dialect away (see dialect.go), and PostgreSQL is meant to be
-// one more. All engines share one query builder. Queries are always
-// parameterised: the only SQL text built at run time is assembled from fixed
-// fragments, with column names taken from whitelist maps, never from input.
+// SQLite (modernc.org/sqlite, pure Go) is the embedded default; PostgreSQL
+// (pgx) and MySQL/MariaDB (go-sql-driver/mysql) are dialects (dialect.go)
+// with their own schema files (schema/). All engines share one query
+// builder. Queries are always parameterised: the only SQL text built at run
+// time is assembled from fixed fragments, with column names taken from
+// whitelist maps, never from input.
+//
+// Semantics shared by every engine: everything is scoped by tenant and
+// country; ascending order puts NULLs first and compares text byte-wise, ties
+// broken by id; case-insensitive filters compare lower(column) with the
+// lower-cased argument (lower() folds ASCII only on SQLite and under
+// PostgreSQL's "C" collation, which is enough for the demo's data).
 //
 // Storage. On SQLite, timestamps (last_updated, open-home start and end) are
 // TEXT in ISO-8601 UTC with second precision ("2026-03-14T09:26:53Z"), dates
 // (approved) are TEXT "YYYY-MM-DD": fixed width and UTC make byte order time
 // order, so SQL comparisons and ORDER BY work on the text. Booleans are 0/1.
+// PostgreSQL uses timestamptz and date, MySQL DATETIME (UTC) and DATE.
 //
 // Geo search. A geo criterion selects properties whose great-circle
 // (haversine) distance from the point, on a sphere of EarthRadiusKm, is at
