@@ -164,6 +164,11 @@ func (s *Server) api(format render.Format, h apiHandler) http.Handler {
 			}
 		}
 		if err != nil {
+			if rq.who != nil && classify(err).Status == http.StatusServiceUnavailable {
+				if b := s.breakers[rq.who.tenant.BackendName]; b != nil && b.RetryAfter() > 0 {
+					w.Header().Set("Retry-After", strconv.Itoa(int(b.RetryAfter().Seconds())))
+				}
+			}
 			s.writeError(w, r, format, err)
 		}
 	})
@@ -179,7 +184,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, f render.For
 	case e.Status >= 500:
 		s.log.ErrorContext(r.Context(), "request failed", "path", r.URL.Path, "status", e.Status, "err", err)
 	}
-	if e.Status == http.StatusServiceUnavailable {
+	if e.Status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", retryAfterSeconds)
 	}
 	var body []byte

@@ -70,4 +70,5 @@ func TestMySQLBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	testBackendAgainstOracle(t, st, ds, testNow)
+	t.Run("like escaping", func(t *testing.T) { testLikeEscaping(t, st) })
 }

@@ -76,4 +76,5 @@ func TestPostgresBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	testBackendAgainstOracle(t, st, ds, testNow)
+	t.Run("like escaping", func(t *testing.T) { testLikeEscaping(t, st) })
 }

@@ -228,15 +228,35 @@ func TestSQLiteOpenHomes(t *testing.T) {
 // only themselves.
 func TestSQLiteLikeEscaping(t *testing.T) {
 	st, _ := seededSQLite(t)
+	testLikeEscaping(t, st)
+}
+
+// testLikeEscaping adds a tenant "wild" (id 99) whose agents' names hold
+// LIKE wildcards and the escape character, and checks that a name search
+// takes each literally. Other tenants are untouched.
+func testLikeEscaping(t *testing.T, st *Store) {
+	t.Helper()
 	ctx := context.Background()
-	_, err := st.db.ExecContext(ctx, `INSERT INTO tenants (id, name) VALUES (99, 'wild');
-		INSERT INTO agents (id, tenant_id, country, name, username) VALUES
-			(9001, 99, 'au', 'Percy 100% Sure', 'percy'),
-			(9002, 99, 'au', 'Una_Score', 'una'),
-			(9003, 99, 'au', 'Back\Slash', 'back'),
-			(9004, 99, 'au', 'Plain Names', 'plain')`)
-	if err != nil {
+	q := newQuery(st.d)
+	q.add("INSERT INTO tenants (id, name) VALUES (", q.arg(99), ", ", q.arg("wild"), ")")
+	if _, err := st.db.ExecContext(ctx, q.String(), q.args...); err != nil {
 		t.Fatal(err)
+	}
+	for _, a := range []struct {
+		id             int64
+		name, username string
+	}{
+		{9001, "Percy 100% Sure", "percy"},
+		{9002, "Una_Score", "una"},
+		{9003, `Back\Slash`, "back"},
+		{9004, "Plain Names", "plain"},
+	} {
+		q := newQuery(st.d)
+		q.add("INSERT INTO agents (id, tenant_id, country, name, username) VALUES (",
+			q.arg(a.id), ", ", q.arg(99), ", ", q.arg("au"), ", ", q.arg(a.name), ", ", q.arg(a.username), ")")
+		if _, err := st.db.ExecContext(ctx, q.String(), q.args...); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s := upstream.Scope{Tenant: "wild", Country: "au"}
 	for _, tc := range []struct {
@@ -252,17 +272,14 @@ func TestSQLiteLikeEscaping(t *testing.T) {
 		{"S", []int64{9001, 9002, 9003, 9004}},
 		{"%%", nil},
 		{"u_a", nil},
+		{`\%`, nil},
 	} {
 		c := parseAgents(t, "name="+url.QueryEscape(tc.name))
 		got, err := st.ListAgents(ctx, s, c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var gotIDs []int64
-		for _, a := range got {
-			gotIDs = append(gotIDs, a.ID)
-		}
-		if !equalIDs(gotIDs, tc.want) {
+		if gotIDs := ids(got); !equalIDs(gotIDs, tc.want) {
 			t.Errorf("name=%q: got %v, want %v", tc.name, gotIDs, tc.want)
 		}
 	}

@@ -1,0 +1,182 @@
+package proxy_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"listingproxy/cache"
+	"listingproxy/proxy"
+)
+
+// clock is a settable fake clock shared by the proxy and its cache.
+type clock struct{ ns atomic.Int64 }
+
+func newClock() *clock               { c := &clock{}; c.ns.Store(fixedNow.UnixNano()); return c }
+func (c *clock) Now() time.Time      { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *clock) Add(d time.Duration) { c.ns.Add(int64(d)) }
+
+var policy = cache.Policy{TTL: time.Minute, StaleWhileRevalidate: time.Minute, StaleIfError: time.Hour, NegativeTTL: 10 * time.Second, FillTimeout: 5 * time.Second}
+
+func resilientServer(t *testing.T, fb *fakeBackend, clk *clock, br *cache.Breaker) *proxy.Server {
+	t.Helper()
+	c, err := cache.New(cache.Options{MaxBytes: 64 << 20, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	o := proxy.Options{Cache: c, Now: clk.Now, Policy: func(string) cache.Policy { return policy }}
+	if br != nil {
+		o.Breakers = map[string]*cache.Breaker{"fake": br}
+	}
+	return newServer(t, fb, o)
+}
+
+func TestColdBurstIsOneBackendCall(t *testing.T) {
+	fb := newFake()
+	fb.block = make(chan struct{})
+	s := resilientServer(t, fb, newClock(), nil)
+	const n = 200
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { codes[i] = get(s, "GET", "harbour", "/au/properties.json?status=current").Code })
+	}
+	for fb.calls.Load() == 0 { // the leader reached the backend
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // let the others join the flight
+	close(fb.block)
+	wg.Wait()
+	if got := fb.calls.Load(); got != 1 {
+		t.Errorf("backend calls = %d, want 1", got)
+	}
+	for i, c := range codes {
+		if c != 200 {
+			t.Fatalf("request %d: status %d", i, c)
+		}
+	}
+}
+
+func TestCancelledFirstCallerDoesNotFailOthers(t *testing.T) {
+	fb := newFake()
+	fb.block = make(chan struct{})
+	s := resilientServer(t, fb, newClock(), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan int)
+	go func() {
+		r := httptest.NewRequest("GET", "/au/properties.xml", nil).WithContext(ctx)
+		r.Header.Set("Authorization", basic("harbour"))
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		first <- w.Code
+	}()
+	for fb.calls.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	second := make(chan *httptest.ResponseRecorder)
+	go func() { second <- get(s, "GET", "harbour", "/au/properties.xml") }()
+	time.Sleep(10 * time.Millisecond)
+	cancel()
+	<-first // the cancelled caller gets nothing useful; it must not take the others down
+	close(fb.block)
+	w := <-second
+	if w.Code != 200 || !strings.Contains(w.Body.String(), "<properties count=\"2\">") {
+		t.Errorf("second caller: status %d body %s", w.Code, w.Body)
+	}
+	if got := fb.calls.Load(); got != 1 {
+		t.Errorf("backend calls = %d, want 1", got)
+	}
+}
+
+func TestBackendDownServesStaleThen503(t *testing.T) {
+	fb := newFake()
+	clk := newClock()
+	s := resilientServer(t, fb, clk, nil)
+	warm := get(s, "GET", "harbour", "/au/properties.xml")
+	if warm.Code != 200 {
+		t.Fatalf("warm-up status %d", warm.Code)
+	}
+	fb.mu.Lock()
+	fb.fail = errors.New("database is down")
+	fb.mu.Unlock()
+
+	clk.Add(policy.TTL + policy.StaleWhileRevalidate + time.Second) // past SWR, within stale-if-error
+	got := get(s, "GET", "harbour", "/au/properties.xml")
+	if got.Code != 200 || got.Body.String() != warm.Body.String() {
+		t.Fatalf("warm key while down: status %d, same body %v; want the stale body", got.Code, got.Body.String() == warm.Body.String())
+	}
+	if cs := got.Header().Get("Cache-Status"); !strings.Contains(cs, "stale-if-error") {
+		t.Errorf("Cache-Status = %q, want stale-if-error", cs)
+	}
+	cold := get(s, "GET", "harbour", "/au/agents.xml")
+	if cold.Code != http.StatusServiceUnavailable || cold.Header().Get("Retry-After") == "" {
+		t.Errorf("cold key while down: status %d Retry-After %q; want 503 with Retry-After", cold.Code, cold.Header().Get("Retry-After"))
+	}
+	clk.Add(policy.StaleIfError)
+	expired := get(s, "GET", "harbour", "/au/properties.xml")
+	if expired.Code != http.StatusServiceUnavailable {
+		t.Errorf("past stale-if-error: status %d, want 503", expired.Code)
+	}
+}
+
+func TestOpenBreakerFailsFastAndNotFoundNeverTrips(t *testing.T) {
+	fb := newFake()
+	br := cache.NewBreaker(cache.BreakerOptions{Name: "fake", ConsecutiveFailures: 3, OpenFor: time.Hour, IsAnswer: func(err error) bool {
+		return strings.Contains(err.Error(), "not found")
+	}})
+	s := resilientServer(t, fb, newClock(), br)
+	for i := range 10 { // not-found answers never count as failures
+		if w := get(s, "GET", "harbour", "/au/properties/"+string(rune('5'+i%3))+"00.json"); w.Code != 200 {
+			t.Fatalf("not found: status %d", w.Code)
+		}
+	}
+	if br.State() != cache.StateClosed {
+		t.Fatalf("breaker %v after not-found answers, want closed", br.State())
+	}
+	fb.mu.Lock()
+	fb.fail = errors.New("timeout")
+	fb.mu.Unlock()
+	for _, q := range []string{"a", "b", "c"} {
+		get(s, "GET", "harbour", "/au/properties.json?street_name="+q)
+	}
+	if br.State() != cache.StateOpen {
+		t.Fatalf("breaker %v after 3 failures, want open", br.State())
+	}
+	before := fb.calls.Load()
+	w := get(s, "GET", "harbour", "/au/properties.json?street_name=d")
+	if w.Code != http.StatusServiceUnavailable {
+		t.Errorf("status %d while open, want 503", w.Code)
+	}
+	if ra := w.Header().Get("Retry-After"); ra == "" || ra == "0" {
+		t.Errorf("Retry-After = %q, want the breaker's remaining open time", ra)
+	}
+	if fb.calls.Load() != before {
+		t.Error("an open breaker still called the backend")
+	}
+}
+
+func TestNotFoundIsCachedNegatively(t *testing.T) {
+	fb := newFake()
+	clk := newClock()
+	s := resilientServer(t, fb, clk, nil)
+	get(s, "GET", "harbour", "/au/properties/999.json")
+	w := get(s, "GET", "harbour", "/au/properties/999.json")
+	if cs := w.Header().Get("Cache-Status"); !strings.Contains(cs, "negative") {
+		t.Errorf("Cache-Status = %q, want a negative hit", cs)
+	}
+	if got := fb.calls.Load(); got != 1 {
+		t.Errorf("backend calls = %d, want 1", got)
+	}
+	clk.Add(policy.NegativeTTL + time.Second)
+	get(s, "GET", "harbour", "/au/properties/999.json")
+	if got := fb.calls.Load(); got != 2 {
+		t.Errorf("backend calls after negative TTL = %d, want 2", got)
+	}
+}
