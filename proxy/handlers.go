@@ -27,12 +27,8 @@ const (
 type loader func(ctx context.Context) (body []byte, negative bool, err error)
 
 func (s *Server) listProperties(w http.ResponseWriter, r *request) error {
-	q, err := parseQuery(r.URL.RawQuery)
+	c, err := s.criteria(r, normalize.Properties, normalize.ParseProperties)
 	if err != nil {
-		return err
-	}
-	c, errs := normalize.ParseProperties(q, s.norm)
-	if err := s.criteriaErrors(r, q, c, errs); err != nil {
 		return err
 	}
 	t, f, o := r.who.tenant, r.format, s.renderOptions(r, c.Detail())
@@ -51,12 +47,8 @@ func (s *Server) listProperties(w http.ResponseWriter, r *request) error {
 }
 
 func (s *Server) listAgents(w http.ResponseWriter, r *request) error {
-	q, err := parseQuery(r.URL.RawQuery)
+	c, err := s.criteria(r, normalize.Agents, normalize.ParseAgents)
 	if err != nil {
-		return err
-	}
-	c, errs := normalize.ParseAgents(q, s.norm)
-	if err := s.criteriaErrors(r, q, c, errs); err != nil {
 		return err
 	}
 	t, f, o := r.who.tenant, r.format, s.renderOptions(r, c.Detail())
@@ -118,6 +110,30 @@ func (s *Server) getAgent(w http.ResponseWriter, r *request) error {
 		}
 		return render.AppendAgent(nil, f, &a, o), false, nil
 	})
+}
+
+// criteria returns the canonical criteria of the request's query, from the
+// memo when this raw query parsed cleanly before, or the spec's error list
+// (including the permission check on detail=full).
+func (s *Server) criteria(r *request, res normalize.Resource, parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors)) (normalize.Criteria, error) {
+	raw := r.URL.RawQuery
+	c, ok := s.memo.get(res, raw)
+	if !ok {
+		q, err := parseQuery(raw)
+		if err != nil {
+			return c, err
+		}
+		var errs normalize.Errors
+		c, errs = parse(q, s.norm)
+		if errs != nil {
+			return c, s.criteriaErrors(r, q, c, errs)
+		}
+		s.memo.put(res, raw, c)
+	}
+	if c.Detail() == normalize.Full && r.who.perms&PermFull == 0 {
+		return c, normalize.Errors{{Field: "detail", Message: msgNeedFull}}
+	}
+	return c, nil
 }
 
 // parseQuery parses a raw query strictly: a query that url.ParseQuery

@@ -66,6 +66,7 @@ type Server struct {
 	now       func() time.Time
 	log       *slog.Logger
 	mux       *http.ServeMux
+	memo      criteriaMemo
 }
 
 // New returns the listing API for the given users and tenants.
