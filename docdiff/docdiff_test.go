@@ -117,7 +117,7 @@ func TestCompareJSON(t *testing.T) {
 			"key order",
 			base,
 			replace(base, `{"id":"1","price":"$650,000"`, `{"price":"$650,000","id":"1"`),
-			[]Difference{{Path: "/properties/property[1]", Kind: Order, Old: "keys id,price,price_to", New: "keys price,id,price_to"}},
+			[]Difference{{Path: "/properties/property[1]", Kind: Order, Old: "keys from 1: id,price,price_to", New: "keys from 1: price,id,price_to"}},
 		},
 		{
 			"missing and extra keys",
@@ -139,6 +139,12 @@ func TestCompareJSON(t *testing.T) {
 			`{"error":[{"field":"id"}]}`,
 			`{"error":{"field":"id"}}`,
 			[]Difference{{Path: "/error", Kind: Type, Old: "array array of 1", New: "object object of 1 keys"}},
+		},
+		{
+			"long key order",
+			`{"a":"","b":"","c":"","d":"","e":"","f":"","g":""}`,
+			`{"a":"","c":"","b":"","d":"","e":"","f":"","g":""}`,
+			[]Difference{{Path: "/", Kind: Order, Old: "keys from 2: b,c,d,e,...", New: "keys from 2: c,b,d,e,..."}},
 		},
 		{"number spelling", `{"n":1}`, `{"n":1.0}`, []Difference{{Path: "/n", Kind: Text, Old: "1", New: "1.0"}}},
 		{"trailing data", `{}`, `{}{}`, []Difference{{Path: "/", Kind: Parse, Old: "well-formed", New: "not well-formed: data after the top-level value"}}},

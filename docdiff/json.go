@@ -185,6 +185,22 @@ func (c *jsonComparer) object(path string, a, b *jsonValue) {
 		orderB = append(orderB, k)
 	}
 	if strings.Join(orderA, "\x00") != strings.Join(orderB, "\x00") {
-		c.add(path, Order, "keys "+strings.Join(orderA, ","), "keys "+strings.Join(orderB, ","))
+		i := 0
+		for orderA[i] == orderB[i] {
+			i++
+		}
+		c.add(path, Order, keyRun(orderA, i), keyRun(orderB, i))
 	}
+}
+
+// keyRun describes the key order from position i (0-based), the first that
+// differs: "keys from 1: id,agency_id,last_updated,approved,...".
+func keyRun(keys []string, i int) string {
+	const show = 4
+	run := keys[i:]
+	more := ""
+	if len(run) > show {
+		run, more = run[:show], ",..."
+	}
+	return fmt.Sprintf("keys from %d: %s%s", i+1, strings.Join(run, ","), more)
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"go.opentelemetry.io/otel/codes"
+
 	"listingproxy/cache"
 	"listingproxy/normalize"
 	"listingproxy/proxy/render"
@@ -35,7 +37,7 @@ func (s *Server) listProperties(w http.ResponseWriter, r *request) error {
 	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
 	return s.serve(w, r, resProperties, c.Key(), func(ctx context.Context) ([]byte, bool, error) {
 		var ps []upstream.Property
-		err := s.call(ctx, t, func(ctx context.Context) (err error) {
+		err := s.call(ctx, r, func(ctx context.Context) (err error) {
 			ps, err = t.Backend.ListProperties(ctx, scope, c)
 			return err
 		})
@@ -55,7 +57,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *request) error {
 	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
 	return s.serve(w, r, resAgents, c.Key(), func(ctx context.Context) ([]byte, bool, error) {
 		var as []upstream.Agent
-		err := s.call(ctx, t, func(ctx context.Context) (err error) {
+		err := s.call(ctx, r, func(ctx context.Context) (err error) {
 			as, err = t.Backend.ListAgents(ctx, scope, c)
 			return err
 		})
@@ -75,7 +77,7 @@ func (s *Server) getProperty(w http.ResponseWriter, r *request) error {
 	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
 	return s.serve(w, r, resProperty, strconv.FormatInt(id, 10), func(ctx context.Context) ([]byte, bool, error) {
 		var p upstream.Property
-		err := s.call(ctx, t, func(ctx context.Context) (err error) {
+		err := s.call(ctx, r, func(ctx context.Context) (err error) {
 			p, err = t.Backend.GetProperty(ctx, scope, id)
 			return err
 		})
@@ -98,7 +100,7 @@ func (s *Server) getAgent(w http.ResponseWriter, r *request) error {
 	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
 	return s.serve(w, r, resAgent, strconv.FormatInt(id, 10), func(ctx context.Context) ([]byte, bool, error) {
 		var a upstream.Agent
-		err := s.call(ctx, t, func(ctx context.Context) (err error) {
+		err := s.call(ctx, r, func(ctx context.Context) (err error) {
 			a, err = t.Backend.GetAgent(ctx, scope, id)
 			return err
 		})
@@ -116,8 +118,18 @@ func (s *Server) getAgent(w http.ResponseWriter, r *request) error {
 // memo when this raw query parsed cleanly before, or the spec's error list
 // (including the permission check on detail=full).
 func (s *Server) criteria(r *request, res normalize.Resource, parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors)) (normalize.Criteria, error) {
+	_, span := s.startSpan(r.ctx, "proxy.normalize")
 	raw := r.URL.RawQuery
 	c, ok := s.memo.get(res, raw)
+	c, err := s.parseCriteria(r, res, parse, raw, c, ok)
+	if span.IsRecording() {
+		span.SetAttributes(attrMemo.Bool(ok), attrValid.Bool(err == nil))
+	}
+	span.End()
+	return c, err
+}
+
+func (s *Server) parseCriteria(r *request, res normalize.Resource, parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors), raw string, c normalize.Criteria, ok bool) (normalize.Criteria, error) {
 	if !ok {
 		q, err := parseQuery(raw)
 		if err != nil {
@@ -164,6 +176,16 @@ func answerOrFail(f render.Format, err error) ([]byte, bool, error) {
 // singleID checks the caller may see full detail (single resources are
 // always full) and parses the {id}.{ext} path segment.
 func (s *Server) singleID(r *request) (int64, error) {
+	_, span := s.startSpan(r.ctx, "proxy.normalize")
+	id, err := s.parseID(r)
+	if span.IsRecording() {
+		span.SetAttributes(attrValid.Bool(err == nil))
+	}
+	span.End()
+	return id, err
+}
+
+func (s *Server) parseID(r *request) (int64, error) {
 	if r.who.perms&PermFull == 0 {
 		return 0, &Error{Status: http.StatusOK, Message: msgNeedFull}
 	}
@@ -244,7 +266,8 @@ func (s *Server) serve(w http.ResponseWriter, r *request, resource, criteria str
 		return cache.NewEntry(body, r.format.ContentType(), negative, now()), nil
 	}
 	if s.cache == nil {
-		e, err := fill(r.Context())
+		r.cache = cache.Bypass.String()
+		e, err := fill(r.ctx)
 		if err != nil {
 			return err
 		}
@@ -256,7 +279,16 @@ func (s *Server) serve(w http.ResponseWriter, r *request, resource, criteria str
 		Resource: resource,
 		Variant:  r.who.variant + "|" + r.country + "|" + r.format.String() + "|" + criteria,
 	}
-	e, outcome, err := s.cache.Get(r.Context(), k, s.policy(resource), fill)
+	ctx, span := s.startSpan(r.ctx, "cache.lookup")
+	e, outcome, err := s.cache.Get(ctx, k, r.st.policy(resource), fill)
+	r.cache = outcome.String()
+	if span.IsRecording() {
+		span.SetAttributes(attrCacheResult.String(r.cache), attrResource.String(resource))
+		if err != nil {
+			span.SetStatus(codes.Error, "no answer from the backend")
+		}
+	}
+	span.End()
 	if err != nil {
 		return err
 	}

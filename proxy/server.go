@@ -4,7 +4,10 @@
 // one table that maps errors to HTTP statuses and the spec's error bodies.
 //
 // It never imports database/sql or config: backends arrive as
-// upstream.Backend values, settings as constructor arguments.
+// upstream.Backend values, settings as constructor arguments. For telemetry
+// it uses the OpenTelemetry trace API only (never the SDK) and reports each
+// request through Options.Observe; it knows nothing of Prometheus or log
+// formats.
 package proxy
 
 import (
@@ -14,7 +17,12 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"listingproxy/cache"
 	"listingproxy/normalize"
@@ -51,22 +59,71 @@ type Options struct {
 	Breakers map[string]*cache.Breaker
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
-	// Logger receives errors and access lines. Default: discard.
+	// Logger receives errors. Default: discard. (Access lines are the
+	// Observe hook's business.)
 	Logger *slog.Logger
+	// TracerProvider makes the spans of a request: proxy.authenticate,
+	// proxy.normalize, cache.lookup and proxy.breaker, children of the span
+	// in the request's context (the HTTP server span). Nil: no spans, and
+	// no tracing cost on the hit path.
+	TracerProvider trace.TracerProvider
+	// Observe, when set, is called once per API request after the response
+	// is written, with what only the proxy knows (tenant, cache outcome).
+	// ctx is the request's context. It runs on the request's goroutine and
+	// should be quick. Default: nothing.
+	Observe func(ctx context.Context, info RequestInfo)
+}
+
+// RequestInfo is what the proxy reports about an answered API request, for
+// access logs and metrics. It never holds credentials or query values.
+type RequestInfo struct {
+	// Tenant is the caller's tenant; "" when authentication failed.
+	Tenant string
+	// Backend is the name of the tenant's backend; "" when unauthenticated.
+	Backend string
+	// Cache is how the body was produced: the cache.Outcome's String
+	// ("hit", "stale", "stale-if-error", "miss", "negative", "bypass"), or ""
+	// when the request was answered before the cache (authentication,
+	// criteria or permission errors).
+	Cache string
+	// AuthFailed reports missing or wrong credentials (a 401).
+	AuthFailed bool
+}
+
+// ReloadOptions are the settings Reload replaces. A nil field keeps the
+// current value.
+type ReloadOptions struct {
+	// Policy replaces Options.Policy.
+	Policy func(resource string) cache.Policy
+	// Breakers replaces Options.Breakers (an empty, non-nil map removes
+	// every breaker).
+	Breakers map[string]*cache.Breaker
 }
 
 // Server is the listing API as an http.Handler.
 type Server struct {
-	auth      *authenticator
+	tenants   map[string]*Tenant
 	countries map[string]*time.Location
 	norm      normalize.Options
 	cache     *cache.Store
-	policy    func(string) cache.Policy
-	breakers  map[string]*cache.Breaker
 	now       func() time.Time
 	log       *slog.Logger
 	mux       *http.ServeMux
 	memo      criteriaMemo
+	tracer    trace.Tracer // nil: no spans
+	observe   func(context.Context, RequestInfo)
+
+	// live holds what Reload may replace. A request loads it once and
+	// uses that snapshot throughout, so a reload never mixes old users with
+	// new breakers within one request.
+	live atomic.Pointer[settings]
+}
+
+// settings are a Server's reloadable parts; never modified once published.
+type settings struct {
+	auth     *authenticator
+	policy   func(string) cache.Policy
+	breakers map[string]*cache.Breaker
 }
 
 // New returns the listing API for the given users and tenants.
@@ -79,30 +136,32 @@ func New(users []User, tenants []Tenant, o Options) (*Server, error) {
 		}
 		tm[t.Name] = &t
 	}
-	for _, u := range users {
-		if tm[u.Tenant] == nil {
-			return nil, errors.New("proxy: user " + u.Username + " has unknown tenant " + u.Tenant)
-		}
+	if err := checkUsers(users, tm); err != nil {
+		return nil, err
 	}
 	s := &Server{
-		auth:      newAuthenticator(users, tm),
+		tenants:   tm,
 		countries: o.Countries,
 		norm:      normalize.Options{MaxResults: cmp.Or(o.MaxResults, 1000)},
 		cache:     o.Cache,
-		policy:    o.Policy,
-		breakers:  o.Breakers,
 		now:       o.Now,
 		log:       o.Logger,
+		observe:   o.Observe,
 	}
+	if o.TracerProvider != nil {
+		s.tracer = o.TracerProvider.Tracer("listingproxy/proxy")
+	}
+	st := &settings{auth: newAuthenticator(users, tm), policy: o.Policy, breakers: o.Breakers}
 	if s.countries == nil {
 		s.countries = map[string]*time.Location{"au": mustZone("Australia/Sydney"), "nz": mustZone("Pacific/Auckland")}
 	}
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if s.policy == nil {
-		s.policy = func(string) cache.Policy { return DefaultPolicy }
+	if st.policy == nil {
+		st.policy = func(string) cache.Policy { return DefaultPolicy }
 	}
+	s.live.Store(st)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -110,6 +169,41 @@ func New(users []User, tenants []Tenant, o Options) (*Server, error) {
 	s.routes()
 	return s, nil
 }
+
+func checkUsers(users []User, tenants map[string]*Tenant) error {
+	for _, u := range users {
+		if tenants[u.Tenant] == nil {
+			return errors.New("proxy: user " + u.Username + " has unknown tenant " + u.Tenant)
+		}
+	}
+	return nil
+}
+
+// Reload replaces the users, and the policy and breakers when given, while
+// the Server is serving. The change is atomic: each request sees either the
+// old settings or the new ones. Verified credentials are forgotten (a
+// changed password takes effect at once). Tenants, countries and the cache
+// are fixed at New; a user of an unknown tenant is an error and nothing
+// changes.
+func (s *Server) Reload(users []User, o ReloadOptions) error {
+	if err := checkUsers(users, s.tenants); err != nil {
+		return err
+	}
+	old := s.live.Load()
+	st := &settings{auth: newAuthenticator(users, s.tenants), policy: o.Policy, breakers: o.Breakers}
+	if st.policy == nil {
+		st.policy = old.policy
+	}
+	if st.breakers == nil {
+		st.breakers = old.breakers
+	}
+	s.live.Store(st)
+	return nil
+}
+
+// Breakers returns the breakers in use, by backend name. The map must not be
+// modified.
+func (s *Server) Breakers() map[string]*cache.Breaker { return s.live.Load().breakers }
 
 // DefaultPolicy is the freshness policy when Options.Policy is nil.
 var DefaultPolicy = cache.Policy{
@@ -131,14 +225,18 @@ func mustZone(name string) *time.Location {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
-// request is what every API handler receives: the authenticated caller and
-// the parsed path.
+// request is what every API handler receives: the authenticated caller, the
+// parsed path, the settings snapshot, and the context that carries the
+// request's span (use ctx, not Context()).
 type request struct {
 	*http.Request
+	ctx     context.Context
+	st      *settings
 	who     *principal
 	country string
 	loc     *time.Location
 	format  render.Format
+	cache   string // the cache outcome, once the cache was consulted
 }
 
 // apiHandler is an API endpoint: it returns an error instead of writing one.
@@ -148,8 +246,8 @@ type apiHandler func(w http.ResponseWriter, r *request) error
 // country, runs the handler and maps any error through classify.
 func (s *Server) api(format render.Format, h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rq := &request{Request: r, format: format}
-		rq.who = s.auth.authenticate(r)
+		rq := &request{Request: r, ctx: r.Context(), st: s.live.Load(), format: format}
+		rq.who = s.authenticate(rq)
 		var err error
 		switch {
 		case rq.who == nil:
@@ -166,13 +264,66 @@ func (s *Server) api(format render.Format, h apiHandler) http.Handler {
 		}
 		if err != nil {
 			if rq.who != nil && classify(err).Status == http.StatusServiceUnavailable {
-				if b := s.breakers[rq.who.tenant.BackendName]; b != nil && b.RetryAfter() > 0 {
+				if b := rq.st.breakers[rq.who.tenant.BackendName]; b != nil && b.RetryAfter() > 0 {
 					w.Header().Set("Retry-After", strconv.Itoa(int(b.RetryAfter().Seconds())))
 				}
 			}
 			s.writeError(w, r, format, err)
 		}
+		if s.observe != nil {
+			info := RequestInfo{Cache: rq.cache, AuthFailed: rq.who == nil}
+			if rq.who != nil {
+				info.Tenant, info.Backend = rq.who.tenant.Name, rq.who.tenant.BackendName
+			}
+			s.observe(rq.ctx, info)
+		}
 	})
+}
+
+// authenticate runs the authenticator in a proxy.authenticate span and tags
+// the server span with the caller's tenant (never the user or credentials).
+func (s *Server) authenticate(r *request) *principal {
+	if s.tracer == nil {
+		return r.st.auth.authenticate(r.Request)
+	}
+	_, span := s.tracer.Start(r.ctx, "proxy.authenticate")
+	who := r.st.auth.authenticate(r.Request)
+	if who == nil {
+		span.SetAttributes(attrAuthResult.String("failed"))
+	} else {
+		tenant := attrTenant.String(who.tenant.Name)
+		span.SetAttributes(attrAuthResult.String("ok"), tenant)
+		trace.SpanFromContext(r.ctx).SetAttributes(tenant)
+	}
+	span.End()
+	return who
+}
+
+// Span attributes set by the proxy.
+const (
+	attrTenant      = attribute.Key("listingproxy.tenant")
+	attrBackend     = attribute.Key("listingproxy.backend")
+	attrResource    = attribute.Key("listingproxy.resource")
+	attrAuthResult  = attribute.Key("listingproxy.auth.result")
+	attrCacheResult = attribute.Key("listingproxy.cache.outcome")
+	attrMemo        = attribute.Key("listingproxy.criteria.memoised")
+	attrValid       = attribute.Key("listingproxy.criteria.valid")
+	attrState       = attribute.Key("listingproxy.breaker.state")
+	attrDecision    = attribute.Key("listingproxy.breaker.decision")
+)
+
+// noSpan is what startSpan returns when tracing is off: a no-op span that
+// costs no allocation.
+var noSpan = trace.SpanFromContext(context.Background())
+
+// startSpan starts a child span of ctx when tracing is on. When it is off it
+// returns ctx and noSpan without allocating (the noop SDK's Start would
+// still allocate a context).
+func (s *Server) startSpan(ctx context.Context, name string) (context.Context, trace.Span) {
+	if s.tracer == nil {
+		return ctx, noSpan
+	}
+	return s.tracer.Start(ctx, name)
 }
 
 // writeError writes err as the spec's error body in the requested format.
@@ -209,11 +360,28 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// call runs fn against the tenant's backend through its breaker, if any.
-func (s *Server) call(ctx context.Context, t *Tenant, fn func(context.Context) error) error {
-	b := s.breakers[t.BackendName]
+// call runs fn against the caller's backend through its breaker, if any, in
+// a proxy.breaker span that records the breaker's state and decision.
+func (s *Server) call(ctx context.Context, r *request, fn func(context.Context) error) error {
+	name := r.who.tenant.BackendName
+	b := r.st.breakers[name]
 	if b == nil {
 		return fn(ctx)
 	}
-	return b.Do(ctx, fn)
+	ctx, span := s.startSpan(ctx, "proxy.breaker")
+	if !span.IsRecording() {
+		err := b.Do(ctx, fn)
+		span.End()
+		return err
+	}
+	state := b.State()
+	err := b.Do(ctx, fn)
+	decision := "allowed"
+	if errors.Is(err, cache.ErrOpen) {
+		decision = "rejected"
+		span.SetStatus(codes.Error, "circuit breaker open")
+	}
+	span.SetAttributes(attrBackend.String(name), attrState.String(state.String()), attrDecision.String(decision))
+	span.End()
+	return err
 }

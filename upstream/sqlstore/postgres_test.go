@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"slices"
 	"testing"
 	"time"
 
@@ -22,9 +21,6 @@ func openPostgres(t *testing.T) *Store {
 	if dsn == "" {
 		t.Skip("LISTINGPROXY_TEST_POSTGRES_DSN is not set; set it to run the PostgreSQL tests, " +
 			"e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
-	}
-	if !slices.Contains(sql.Drivers(), "pgx") {
-		t.Skip("the pgx driver is not linked in; run with -tags sqlstore_pgx")
 	}
 	ctx := context.Background()
 	admin, err := sql.Open("pgx", dsn)
