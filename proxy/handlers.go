@@ -119,33 +119,34 @@ func (s *Server) getAgent(w http.ResponseWriter, r *request) error {
 // (including the permission check on detail=full).
 func (s *Server) criteria(r *request, res normalize.Resource, parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors)) (normalize.Criteria, error) {
 	_, span := s.startSpan(r.ctx, "proxy.normalize")
-	raw := r.URL.RawQuery
-	c, ok := s.memo.get(res, raw)
-	c, err := s.parseCriteria(r, res, parse, raw, c, ok)
+	c, memoised, err := s.canonical(r, res, parse)
 	if span.IsRecording() {
-		span.SetAttributes(attrMemo.Bool(ok), attrValid.Bool(err == nil))
+		span.SetAttributes(attrMemo.Bool(memoised), attrValid.Bool(err == nil))
 	}
 	span.End()
 	return c, err
 }
 
-func (s *Server) parseCriteria(r *request, res normalize.Resource, parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors), raw string, c normalize.Criteria, ok bool) (normalize.Criteria, error) {
-	if !ok {
+// canonical is criteria without the span; memoised reports a memo hit.
+func (s *Server) canonical(r *request, res normalize.Resource, parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors)) (_ normalize.Criteria, memoised bool, _ error) {
+	raw := r.URL.RawQuery
+	c, memoised := s.memo.get(res, raw)
+	if !memoised {
 		q, err := parseQuery(raw)
 		if err != nil {
-			return c, err
+			return c, false, err
 		}
 		var errs normalize.Errors
 		c, errs = parse(q, s.norm)
 		if errs != nil {
-			return c, s.criteriaErrors(r, q, c, errs)
+			return c, false, s.criteriaErrors(r, q, c, errs)
 		}
 		s.memo.put(res, raw, c)
 	}
 	if c.Detail() == normalize.Full && r.who.perms&PermFull == 0 {
-		return c, normalize.Errors{{Field: "detail", Message: msgNeedFull}}
+		return c, memoised, normalize.Errors{{Field: "detail", Message: msgNeedFull}}
 	}
-	return c, nil
+	return c, memoised, nil
 }
 
 // parseQuery parses a raw query strictly: a query that url.ParseQuery

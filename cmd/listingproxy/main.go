@@ -4,6 +4,7 @@
 //
 //	listingproxy [-config FILE] [-listen ADDR] [-admin-listen ADDR]
 //	listingproxy hash-password
+//	listingproxy seed -config FILE -backend NAME [-properties N] [-agents N]
 //	listingproxy diff -old URL -new URL [flags] PATHS-FILE
 //
 // run owns signals, configuration, wiring, serving and shutdown; main only
@@ -31,6 +32,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		switch args[1] {
 		case "hash-password":
 			return hashPassword(args[2:], stdin, stdout)
+		case "seed":
+			return seedCommand(ctx, args[2:], getenv, stdout, stderr)
 		case "diff":
 			return diffCommand(ctx, args[2:], getenv, stdout, stderr)
 		case "serve":
