@@ -3,7 +3,8 @@
 // request coalescing, operator purges, and the circuit breaker that guards a
 // backend. It knows nothing about HTTP, backends or configuration: it must not
 // import upstream, proxy or config, only the standard library, ristretto v2,
-// golang.org/x/sync and gobreaker v2 (deps_test.go enforces this).
+// golang.org/x/sync, gobreaker v2 and the OpenTelemetry trace API, never its
+// SDK (deps_test.go enforces this).
 //
 // # Read-through
 //
@@ -15,6 +16,12 @@
 // Policy.FillTimeout), and recovers a panic into a [*PanicError] that every
 // waiter receives. Each waiter selects on its own context: one giving up never
 // fails the others, and the load carries on and fills the cache for them.
+//
+// With Options.TracerProvider set, the flight's leader runs it inside a
+// cache.fill span (a child of the leader's request span, so the backend call
+// nests under it) and every other Get of the flight records a cache.wait span
+// from joining to its answer, linked to the leader's cache.fill span. Hits
+// make no span and pay nothing for tracing.
 //
 // # Hiding ristretto's admission
 //

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -52,6 +55,11 @@ type Options struct {
 	// Logger receives loader panics and background refresh failures.
 	// Default: discard.
 	Logger *slog.Logger
+	// TracerProvider makes the spans of coalescing: the flight's leader
+	// runs its fill in a cache.fill span (a child of the caller's span),
+	// and each Get that joined it records a cache.wait span linked to the
+	// leader's. Nil: no spans. Hits never make spans.
+	TracerProvider trace.TracerProvider
 }
 
 // PanicError is the error every waiter of a flight receives when its loader
@@ -76,6 +84,7 @@ type Store struct {
 	seed      maphash.Seed
 	now       func() time.Time
 	log       *slog.Logger
+	tracer    trace.Tracer // nil: no spans
 	fillLimit time.Duration
 	maxBytes  int64
 	maxCost   int64 // ristretto's share of maxBytes
@@ -130,6 +139,9 @@ type refreshKey struct {
 type fillResult struct {
 	entry  *Entry
 	cached bool // found by the flight's re-check, no loader call
+	// leader is the span context of the flight's cache.fill span, for the
+	// waiters' links. A flight returns its result with its error too.
+	leader trace.SpanContext
 }
 
 // New returns a Store configured by o.
@@ -176,6 +188,9 @@ func New(o Options) (*Store, error) {
 		maxBytes:   o.MaxBytes,
 		maxCost:    o.MaxBytes - o.OverlayBytes,
 		refreshing: make(map[refreshKey]struct{}),
+	}
+	if o.TracerProvider != nil {
+		s.tracer = o.TracerProvider.Tracer("listingproxy/cache")
 	}
 	c, err := ristretto.NewCache(&ristretto.Config[uint64, *item]{
 		NumCounters: o.NumCounters,
@@ -249,14 +264,21 @@ func (s *Store) fill(ctx context.Context, h uint64, k Key, gen uint64, p Policy,
 	if err := ctx.Err(); err != nil {
 		return s.failed(k, stale, err)
 	}
-	ch := s.group.DoChan(flightKey('f', gen, k), s.flight(ctx, h, k, gen, p, load, true))
+	var w *waiter
+	if s.tracer != nil {
+		w = &waiter{start: time.Now()}
+	}
+	ch := s.group.DoChan(flightKey('f', gen, k), s.flight(ctx, h, k, gen, p, load, true, w))
 	s.st.joins.Add(1) // after DoChan: the call is registered with the flight
 	select {
 	case r := <-ch:
+		res, _ := r.Val.(*fillResult)
+		if w != nil {
+			s.traceWait(ctx, w, k, res, r.Err)
+		}
 		if r.Err != nil {
 			return s.failed(k, stale, r.Err)
 		}
-		res := r.Val.(*fillResult)
 		o := Miss
 		if res.cached {
 			o = Hit
@@ -267,9 +289,49 @@ func (s *Store) fill(ctx context.Context, h uint64, k Key, gen uint64, p Policy,
 		s.st.outcomes[o].Add(1)
 		return res.entry, o, nil
 	case <-ctx.Done():
+		if w != nil {
+			s.traceWait(ctx, w, k, nil, ctx.Err())
+		}
 		return s.failed(k, stale, ctx.Err())
 	}
 }
+
+// waiter is a traced Get's part in a flight: when it joined, and whether its
+// own function ran (it led the flight).
+type waiter struct {
+	start time.Time
+	led   atomic.Bool
+}
+
+// traceWait records a cache.wait span for a Get that joined a flight another
+// Get leads, linked to the leader's cache.fill span. The leader's own work
+// is already in that span, so a leader records nothing here.
+func (s *Store) traceWait(ctx context.Context, w *waiter, k Key, res *fillResult, err error) {
+	if w.led.Load() {
+		return
+	}
+	opts := []trace.SpanStartOption{
+		trace.WithTimestamp(w.start),
+		trace.WithAttributes(attrTenant.String(k.Tenant), attrResource.String(k.Resource)),
+	}
+	if res != nil && res.leader.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: res.leader}))
+	}
+	_, span := s.tracer.Start(ctx, "cache.wait", opts...)
+	if err != nil {
+		span.SetStatus(codes.Error, "fill failed or caller gave up")
+	}
+	span.End()
+}
+
+// Span attributes set by the cache: which tenant and resource a flight is
+// for (never the rest of the key, which holds the caller's criteria).
+const (
+	attrTenant   = attribute.Key("listingproxy.tenant")
+	attrResource = attribute.Key("listingproxy.resource")
+	attrRefresh  = attribute.Key("listingproxy.cache.refresh")
+	attrCached   = attribute.Key("listingproxy.cache.recheck_hit")
+)
 
 // failed serves stale if there is one, else reports err.
 func (s *Store) failed(k Key, stale *item, err error) (*Entry, Outcome, error) {
@@ -291,28 +353,48 @@ func wrapErr(k Key, err error) error {
 }
 
 // flight returns the function a flight runs: re-check, load on a detached
-// context, store. fromGet says whether a Get (rather than a background
-// refresh) starts it, for Stats.Waiters.
-func (s *Store) flight(ctx context.Context, h uint64, k Key, gen uint64, p Policy, load Loader, fromGet bool) func() (any, error) {
-	return func() (any, error) {
+// context, store, all in a cache.fill span when tracing. fromGet says
+// whether a Get (rather than a background refresh) starts it, for
+// Stats.Waiters; w, when not nil, is that Get's traced part.
+func (s *Store) flight(ctx context.Context, h uint64, k Key, gen uint64, p Policy, load Loader, fromGet bool, w *waiter) func() (any, error) {
+	return func() (_ any, err error) {
 		s.bg.add()
 		defer s.bg.done()
 		if fromGet {
 			s.st.getFlights.Add(1)
 		}
+		res := &fillResult{}
+		if s.tracer != nil {
+			if w != nil {
+				w.led.Store(true)
+			}
+			var span trace.Span
+			ctx, span = s.tracer.Start(ctx, "cache.fill", trace.WithAttributes(
+				attrTenant.String(k.Tenant), attrResource.String(k.Resource), attrRefresh.Bool(!fromGet)))
+			res.leader = span.SpanContext()
+			defer func() {
+				span.SetAttributes(attrCached.Bool(res.cached))
+				if err != nil {
+					span.SetStatus(codes.Error, "fill failed")
+				}
+				span.End()
+			}()
+		}
 		if it := s.lookup(h, k, gen); it != nil && p.fresh(it.entry, s.now()) {
-			return &fillResult{entry: it.entry, cached: true}, nil
+			res.entry, res.cached = it.entry, true
+			return res, nil
 		}
 		e, err := s.load(ctx, p, load)
 		if err != nil {
-			return nil, err
+			return res, err
 		}
 		if s.genOf(k) == gen {
 			s.store(h, k, gen, e, p)
 		} else {
 			s.st.purgedFills.Add(1)
 		}
-		return &fillResult{entry: e}, nil
+		res.entry = e
+		return res, nil
 	}
 }
 
@@ -405,7 +487,7 @@ func (s *Store) refresh(ctx context.Context, h uint64, k Key, gen uint64, p Poli
 			delete(s.refreshing, rk)
 			s.refreshMu.Unlock()
 		}()
-		r := <-s.group.DoChan(flightKey('f', gen, k), s.flight(ctx, h, k, gen, p, load, false))
+		r := <-s.group.DoChan(flightKey('f', gen, k), s.flight(ctx, h, k, gen, p, load, false, nil))
 		if r.Err != nil {
 			lvl := slog.LevelWarn
 			if errors.Is(r.Err, ErrOpen) {
