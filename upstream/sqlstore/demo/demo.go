@@ -97,7 +97,7 @@ type Property struct {
 	PriceText      string
 	PriceFrom      *float64
 	PriceTo        *float64
-	PriceType      string // auction, tender, pbn, or "" for a fixed price
+	PriceType      string // auction, tender, pbn or fixed
 	Category       string // Residential, Commercial or Agricultural
 	PropertyType   string
 	Suburb         string
@@ -276,15 +276,10 @@ func (g *generator) block(t Tenant, country string, usernames map[string]bool) e
 		if i < len(agentPrefixNames) {
 			name = agentPrefixNames[i]
 		} else {
-			for {
-				name = pick(g.r, firstNames) + " " + pick(g.r, lastNames)
-				if !names[name] {
-					break
-				}
-			}
+			name = g.agentName(names)
 		}
 		names[name] = true
-		base := strings.NewReplacer(" ", ".", "'", "").Replace(strings.ToLower(name))
+		base := strings.NewReplacer(". ", ".", " ", ".", "'", "").Replace(strings.ToLower(name))
 		username := base
 		for n := 2; usernames[username]; n++ {
 			username = base + strconv.Itoa(n)
@@ -322,6 +317,26 @@ func (g *generator) block(t Tenant, country string, usernames map[string]bool) e
 		}
 	}
 	return nil
+}
+
+// agentName draws a name not in taken. There are only len(firstNames) x
+// len(lastNames) plain names, so a large block (thousands of agents) adds a
+// middle initial once plain draws keep colliding, and a number after that:
+// the draws of a small demo are unchanged.
+func (g *generator) agentName(taken map[string]bool) string {
+	for try := 0; ; try++ {
+		first, last := pick(g.r, firstNames), pick(g.r, lastNames)
+		name := first + " " + last
+		switch {
+		case try >= 200:
+			name = fmt.Sprintf("%s %s %d", first, last, len(taken)+try)
+		case try >= 50:
+			name = first + " " + string(rune('A'+g.r.IntN(26))) + ". " + last
+		}
+		if !taken[name] {
+			return name
+		}
+	}
 }
 
 func (g *generator) property(t Tenant, country string, info tenantInfo, i int, towns, rural []town, streets []string, agents []int64) error {
@@ -513,7 +528,7 @@ func (g *generator) price(p *Property, country string) {
 		base = base / 10000 * 10000
 	}
 	upper := (base + base*(5+r.IntN(11))/100) / 5000 * 5000
-	switch weighted(r, []string{"auction", "tender", "pbn", ""}, 25, 10, 15, 50) {
+	switch weighted(r, []string{"auction", "tender", "pbn", "fixed"}, 25, 10, 15, 50) {
 	case "auction":
 		p.PriceType, p.PriceText, p.PriceFrom = "auction", "Auction", fp(base)
 		if r.IntN(4) == 0 {
@@ -527,7 +542,7 @@ func (g *generator) price(p *Property, country string) {
 	case "pbn":
 		p.PriceType, p.PriceText, p.PriceFrom = "pbn", "Price by negotiation", fp(base)
 	default:
-		p.PriceFrom = fp(base)
+		p.PriceType, p.PriceFrom = "fixed", fp(base)
 		p.PriceText = money(base)
 		if r.IntN(5) < 2 {
 			p.PriceTo = fp(upper)

@@ -159,7 +159,7 @@ func TestDemoRequirements(t *testing.T) {
 		switch {
 		case p.Status == "RENTED":
 			want("a rent for "+p.AgencyID, rentRe.MatchString(p.PriceText))
-		case p.PriceType == "":
+		case p.PriceType == "fixed":
 			if !fixedRe.MatchString(p.PriceText) {
 				t.Errorf("property %d: fixed price text %q", p.ID, p.PriceText)
 			}
@@ -206,11 +206,11 @@ func TestDemoRequirements(t *testing.T) {
 	for _, ty := range []string{"House", "Apartment", "Unit", "Townhouse", "Retail", "Office", "Warehouse", "Vineyard", "Lifestyle Property", "Farm"} {
 		want("type "+ty, seen["type|"+ty])
 	}
-	for _, pt := range []string{"auction", "tender", "pbn", ""} {
+	for _, pt := range []string{"auction", "tender", "pbn", "fixed"} {
 		want("price type "+pt, seen["pricetype|"+pt])
 	}
-	want("a fixed price range", seen["priceTo||true"])
-	want("a fixed price without price_to", seen["priceTo||false"])
+	want("a fixed price range", seen["priceTo|fixed|true"])
+	want("a fixed price without price_to", seen["priceTo|fixed|false"])
 	want("a property without price_from", seen["priceFrom|false"])
 	want("address display true", seen["display|true"])
 	want("address display false", seen["display|false"])
