@@ -30,7 +30,16 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-( sleep "$BENCH_TIMEOUT"; echo "bench: watchdog: still running after ${BENCH_TIMEOUT}s, giving up" >&2; kill -TERM $$ ) &
+# The watchdog's sleep must not outlive the script (it would hold a pipe
+# on our stdout open), so the watchdog kills it when it is killed.
+(
+	trap 'kill "$s" 2>/dev/null; exit 0' TERM
+	sleep "$BENCH_TIMEOUT" >/dev/null 2>&1 &
+	s=$!
+	wait "$s"
+	echo "bench: watchdog: still running after ${BENCH_TIMEOUT}s, giving up" >&2
+	kill -TERM $$
+) &
 pids+=($!)
 
 # wait_for FILE REGEX: prints the first capture of REGEX once FILE has it
@@ -84,3 +93,27 @@ for path in \
 	"/au/properties/900.json"; do
 	$lat -label "burst   $path" -url "$lp$path" -user summit -password summit-demo -n "$BURST" -c "$BURST" -warm 0 -crm-stats "$crm"
 done
+
+echo
+echo "== listingproxy diff: legacy-crm (old) vs listingproxy (new), tenant summit =="
+cat >"$work/paths.txt" <<'PATHS'
+# lists, both formats and detail levels
+/au/properties.xml?limit=5
+/au/properties.json?limit=5
+/au/properties.xml?limit=5&detail=full
+/au/properties.json?limit=5&detail=full&order=price
+/nz/properties.xml?status[]=current&status[]=contract&limit=10&offset=5
+/nz/properties.json?geo[lat]=-36.85&geo[long]=174.76&geo[rad]=10&detail=full
+/au/agents.xml?detail=full&limit=3
+/au/agents.json?name=jane
+# single resources, not found, errors
+/au/properties/801.xml
+/au/properties/801.json
+/au/properties/1.xml
+/au/agents/61.json
+/au/properties/abc.json
+/au/properties.xml?approved_from=2024-01-01&category=house
+/au/properties.json?price_from=abc
+PATHS
+timeout 120 "$work/listingproxy" diff -old "$crm" -new "$lp" -old-user summit -old-password summit-crm \
+	-new-user summit -new-password summit-demo -concurrency 8 -paths "$work/paths.txt"

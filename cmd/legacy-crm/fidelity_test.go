@@ -105,7 +105,15 @@ func newLegacy(t *testing.T, f Faults) (*httptest.Server, *Stats) {
 // none, so every request reaches the client).
 func newFront(t *testing.T, base string, mode crm.HydrateMode, c *cache.Store) (*proxy.Server, *crm.Client) {
 	t.Helper()
-	client, err := crm.New(crm.Options{BaseURL: base, Credentials: upstreamCredentials, Hydrate: mode, Now: fixedNow})
+	return newFrontWith(t, crm.Options{BaseURL: base, Hydrate: mode}, c)
+}
+
+// newFrontWith is newFront with the crm client's options (credentials and
+// clock are filled in).
+func newFrontWith(t *testing.T, o crm.Options, c *cache.Store) (*proxy.Server, *crm.Client) {
+	t.Helper()
+	o.Credentials, o.Now = upstreamCredentials, fixedNow
+	client, err := crm.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,4 +469,32 @@ func answerKind(status int, body []byte) string {
 		kind += " (empty)"
 	}
 	return kind
+}
+
+// TestFaultsThroughListingproxy checks that each injected fault reaches a
+// listingproxy client as the spec's 503 (the crm client counts it as a
+// backend failure), never as a broken or partial document.
+func TestFaultsThroughListingproxy(t *testing.T) {
+	const path = "/au/properties.xml?limit=20&detail=full"
+	for _, tc := range []struct {
+		name   string
+		faults Faults
+	}{
+		{"error page", Faults{ErrorRate: 1}},
+		{"outage", Faults{OutageEvery: time.Hour, OutageFor: 59 * time.Minute}},
+		// About 300 chunks 20ms apart: far beyond the client's timeout.
+		{"slow drip", Faults{Drip: 20 * time.Millisecond, DripBytes: 64}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			legacy, stats := newLegacy(t, tc.faults)
+			front, _ := newFrontWith(t, crm.Options{BaseURL: legacy.URL, Timeout: 300 * time.Millisecond}, nil)
+			status, _, body := get(t, front, "", request{"harbour", "harbour-demo", path})
+			if status != http.StatusServiceUnavailable || !strings.Contains(string(body), "<error>") {
+				t.Errorf("got %d %q, want 503 with the single-error body", status, body)
+			}
+			if got := stats.Snapshot().Requests; got != 1 {
+				t.Errorf("legacy endpoint received %d requests, want 1", got)
+			}
+		})
+	}
 }

@@ -51,7 +51,7 @@ type diffResult struct {
 
 // diffCommand compares an old and a new endpoint path by path; see
 // diffUsage.
-func diffCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func diffCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("listingproxy diff", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -111,9 +111,9 @@ func diffCommand(ctx context.Context, args []string, getenv func(string) string,
 	var paths []string
 	var err error
 	if *logFile != "" {
-		paths, err = readInput(*logFile, os.Stdin, pathsFromLog)
+		paths, err = readInput(*logFile, stdin, pathsFromLog)
 	} else {
-		paths, err = readInput(*pathsFile, os.Stdin, pathsFromList)
+		paths, err = readInput(*pathsFile, stdin, pathsFromList)
 	}
 	if err != nil {
 		return fmt.Errorf("diff: %w", err)

@@ -2,16 +2,21 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"flag"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/google/go-cmp/cmp"
 
 	"listingproxy/config"
@@ -27,7 +32,48 @@ var goldenNow = time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
 // database with a fixed clock.
 func newDemoApp(t *testing.T) *app {
 	t.Helper()
-	cfg, err := config.Load(demoConfig(t), func(string) string { return "" })
+	return newEngineApp(t, "sqlite")
+}
+
+// newEngineApp wires the shipped configuration with its demo backend on a
+// fresh, empty database of engine (sqlite, postgres or mysql), which the
+// app seeds with the fixed clock. PostgreSQL and MySQL come from
+// LISTINGPROXY_TEST_POSTGRES_DSN and LISTINGPROXY_TEST_MYSQL_DSN; the test
+// skips when the engine's variable is unset.
+func newEngineApp(t *testing.T, engine string) *app {
+	t.Helper()
+	path, _ := engineConfig(t, engine, "")
+	return newAppFrom(t, path)
+}
+
+// engineConfig is demoConfig with the demo backend on a fresh database of
+// engine and extra lines added to the backend's settings. It returns the
+// configuration's path and the backend's DSN.
+func engineConfig(t *testing.T, engine, extra string) (path, dsn string) {
+	t.Helper()
+	path = demoConfig(t)
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(src)
+	if engine != "sqlite" {
+		dsn = freshDatabase(t, engine)
+		s = strings.Replace(s, "kind: sqlite", "kind: "+engine, 1)
+		s = regexp.MustCompile(`dsn: "file:[^"]*"`).ReplaceAllLiteralString(s, "dsn: '"+dsn+"'")
+	}
+	if extra != "" {
+		s = strings.Replace(s, "    seed_demo: true", "    seed_demo: true\n"+extra, 1)
+	}
+	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, dsn
+}
+
+func newAppFrom(t *testing.T, path string) *app {
+	t.Helper()
+	cfg, err := config.Load(path, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +121,68 @@ var goldenCases = []struct{ name, user, target string }{
 	{"errors-several", "harbour-short", "/au/properties.EXT?id=abc&category=house&approved_from=2024-01-01&detail=full"},
 }
 
+// freshDatabase creates an empty schema (PostgreSQL) or database (MySQL)
+// on the test server of engine, dropped when the test ends, and returns a
+// DSN for it.
+func freshDatabase(t *testing.T, engine string) string {
+	t.Helper()
+	env := map[string]string{"postgres": "LISTINGPROXY_TEST_POSTGRES_DSN", "mysql": "LISTINGPROXY_TEST_MYSQL_DSN"}[engine]
+	dsn := os.Getenv(env)
+	if dsn == "" {
+		t.Skipf("%s is not set; set it to run the %s tests (see README, Development)", env, engine)
+	}
+	driver := map[string]string{"postgres": "pgx", "mysql": "mysql"}[engine]
+	admin, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	name := fmt.Sprintf("listingproxy_golden_%d_%d", os.Getpid(), time.Now().UnixNano())
+	create, drop := "CREATE SCHEMA "+name, "DROP SCHEMA "+name+" CASCADE"
+	if engine == "mysql" {
+		create, drop = "CREATE DATABASE "+name+" CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", "DROP DATABASE "+name
+	}
+	if _, err := admin.Exec(create); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec(drop); err != nil {
+			t.Errorf("drop test database: %v", err)
+		}
+	})
+	if engine == "mysql" {
+		cfg, err := mysql.ParseDSN(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.DBName = name
+		return cfg.FormatDSN()
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("%s must be a URL: %v", env, err)
+	}
+	q := u.Query()
+	q.Set("search_path", name)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// TestGoldenDocuments serves every golden case from the demo on each engine
+// and compares the bodies with the same files, byte for byte. -update
+// rewrites them from SQLite.
 func TestGoldenDocuments(t *testing.T) {
-	a := newDemoApp(t)
+	for _, engine := range []string{"sqlite", "postgres", "mysql"} {
+		t.Run(engine, func(t *testing.T) {
+			if *update && engine != "sqlite" {
+				t.Skip("-update writes the goldens from SQLite only")
+			}
+			testGoldenDocuments(t, newEngineApp(t, engine))
+		})
+	}
+}
+
+func testGoldenDocuments(t *testing.T, a *app) {
 	for _, tc := range goldenCases {
 		for _, ext := range []string{"xml", "json"} {
 			t.Run(tc.name+"."+ext, func(t *testing.T) {

@@ -35,7 +35,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		case "seed":
 			return seedCommand(ctx, args[2:], getenv, stdout, stderr)
 		case "diff":
-			return diffCommand(ctx, args[2:], getenv, stdout, stderr)
+			return diffCommand(ctx, args[2:], getenv, stdin, stdout, stderr)
 		case "serve":
 			args = append(args[:1:1], args[2:]...)
 		}

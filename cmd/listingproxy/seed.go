@@ -3,11 +3,206 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"listingproxy/config"
+	"listingproxy/upstream/sqlstore"
+	"listingproxy/upstream/sqlstore/demo"
 )
 
-// seedCommand loads the demo dataset into a configured SQL backend.
-// Placeholder until the seed tool lands.
+// seedCommand loads the deterministic demo dataset into a configured SQL
+// backend:
+//
+//	listingproxy seed [-config FILE] -backend NAME [-properties N] [-agents N] [-reset] [-now DATE]
+//
+// -properties and -agents are totals over the demo's 2 tenants x 2 countries,
+// split evenly (rounded up to a multiple of 4). It creates the schema where
+// missing and refuses a database that already holds data unless -reset,
+// which drops and recreates the tables first (and refuses a database holding
+// tenants other than the demo's). Progress goes to stderr: a bar on a
+// terminal, a line every 10% otherwise.
 func seedCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return errors.New("seed: not implemented yet")
+	fs := flag.NewFlagSet("listingproxy seed", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "configuration file (default: ./config.yaml if present, else the embedded demo configuration)")
+	backend := fs.String("backend", "", "name of the SQL backend in the configuration to fill (required unless the configuration has only one SQL backend)")
+	properties := fs.Int("properties", 0, fmt.Sprintf("total properties over 2 tenants x 2 countries (default %d)", demo.DefaultPropertiesPerTenantCountry*4))
+	agents := fs.Int("agents", 0, fmt.Sprintf("total agents over 2 tenants x 2 countries (default %d)", demo.DefaultAgentsPerTenantCountry*4))
+	reset := fs.Bool("reset", false, "drop and recreate the demo tables first (refused if the database holds non-demo tenants)")
+	nowFlag := fs.String("now", "", "fixed clock for reproducible data: YYYY-MM-DD or RFC 3339 (default: now)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("seed: unexpected argument %q", fs.Arg(0))
+	}
+	if *properties < 0 || *agents < 0 {
+		return errors.New("seed: -properties and -agents must not be negative")
+	}
+	now := time.Now()
+	if *nowFlag != "" {
+		var err error
+		if now, err = parseNow(*nowFlag); err != nil {
+			return fmt.Errorf("seed: -now: %w", err)
+		}
+	}
+
+	cfg, source, err := loadConfig(*cfgPath, getenv)
+	if err != nil {
+		return err
+	}
+	name, b, err := seedBackend(cfg, *backend)
+	if err != nil {
+		return fmt.Errorf("seed: %s: %w", source, err)
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// No per-statement timeout: a bulk load is one long transaction.
+	st, err := sqlstore.Open(ctx, sqlstore.Config{Dialect: b.Kind, DSN: b.DSN, Now: func() time.Time { return now }, MaxOpenConns: 2})
+	if err != nil {
+		return fmt.Errorf("seed: backend %s: %w", name, err)
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		return fmt.Errorf("seed: backend %s: %w", name, err)
+	}
+	if *reset {
+		if err := st.Reset(ctx); err != nil {
+			return fmt.Errorf("seed: backend %s: %w", name, err)
+		}
+	}
+
+	o := demo.Options{
+		PropertiesPerTenantCountry: perBlock(*properties),
+		AgentsPerTenantCountry:     perBlock(*agents),
+		Now:                        now,
+	}
+	fmt.Fprintf(stderr, "seeding backend %s (%s): %d properties, %d agents\n", name, b.Kind, o.Properties(), o.Agents())
+	p := newProgress(stderr, time.Now)
+	start := time.Now()
+	err = st.Seed(ctx, o, sqlstore.SeedOptions{Progress: p.report})
+	p.finish()
+	switch {
+	case errors.Is(err, sqlstore.ErrNotEmpty):
+		return fmt.Errorf("seed: backend %s already holds data; -reset reloads the demo", name)
+	case err != nil:
+		return fmt.Errorf("seed: backend %s: %w", name, err)
+	}
+	fmt.Fprintf(stdout, "seeded backend %s (%s): %d properties, %d agents in %s\n",
+		name, b.Kind, o.Properties(), o.Agents(), time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// seedBackend picks the SQL backend to seed: the named one, or the only SQL
+// backend of the configuration.
+func seedBackend(cfg *config.Config, name string) (string, config.Backend, error) {
+	isSQL := func(b config.Backend) bool {
+		return b.Kind == config.KindSQLite || b.Kind == config.KindPostgres || b.Kind == config.KindMySQL
+	}
+	if name != "" {
+		b, ok := cfg.Backends[name]
+		switch {
+		case !ok:
+			return "", b, fmt.Errorf("no backend %q (have %s)", name, strings.Join(sortedKeys(cfg.Backends), ", "))
+		case !isSQL(b):
+			return "", b, fmt.Errorf("backend %s is %s, not a SQL backend", name, b.Kind)
+		}
+		return name, b, nil
+	}
+	var sqlNames []string
+	for _, n := range sortedKeys(cfg.Backends) {
+		if isSQL(cfg.Backends[n]) {
+			sqlNames = append(sqlNames, n)
+		}
+	}
+	if len(sqlNames) != 1 {
+		return "", config.Backend{}, fmt.Errorf("-backend is required (SQL backends: %s)", orNone(strings.Join(sqlNames, ", ")))
+	}
+	return sqlNames[0], cfg.Backends[sqlNames[0]], nil
+}
+
+// perBlock splits a total over the demo's tenant x country blocks, rounding
+// up; 0 keeps the demo default.
+func perBlock(total int) int {
+	blocks := len(demo.Tenants) * len(demo.Countries)
+	return (total + blocks - 1) / blocks
+}
+
+func parseNow(s string) (time.Time, error) {
+	for _, layout := range []string{"2006-01-02", time.RFC3339} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is neither YYYY-MM-DD nor RFC 3339", s)
+}
+
+// progress reports seeding progress: a redrawn bar when w is a terminal,
+// otherwise one line per 10%.
+type progress struct {
+	w     io.Writer
+	tty   bool
+	now   func() time.Time
+	start time.Time
+	last  time.Time
+	tenth int // last tenth reported (plain lines)
+	drawn bool
+}
+
+func newProgress(w io.Writer, now func() time.Time) *progress {
+	p := &progress{w: w, now: now, start: now(), tenth: -1}
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			p.tty = true
+		}
+	}
+	return p
+}
+
+func (p *progress) report(done, total int) {
+	t := p.now()
+	elapsed := t.Sub(p.start)
+	rate := 0.0
+	if elapsed > 0 {
+		rate = float64(done) / elapsed.Seconds()
+	}
+	pct := 100
+	if total > 0 {
+		pct = done * 100 / total
+	}
+	eta := "-"
+	if rate > 0 && done < total {
+		eta = (time.Duration(float64(total-done)/rate) * time.Second).Round(time.Second).String()
+	}
+	if !p.tty {
+		if tenth := pct / 10; tenth > p.tenth {
+			p.tenth = tenth
+			fmt.Fprintf(p.w, "seed: %3d%% %d/%d properties, %.0f/s, elapsed %s, eta %s\n",
+				pct, done, total, rate, elapsed.Round(time.Second), eta)
+		}
+		return
+	}
+	if done < total && t.Sub(p.last) < 100*time.Millisecond {
+		return
+	}
+	p.last = t
+	const width = 30
+	fill := width * pct / 100
+	fmt.Fprintf(p.w, "\r[%s%s] %3d%% %d/%d properties  %.0f/s  eta %s   ",
+		strings.Repeat("#", fill), strings.Repeat(".", width-fill), pct, done, total, rate, eta)
+	p.drawn = true
+}
+
+func (p *progress) finish() {
+	if p.tty && p.drawn {
+		fmt.Fprintln(p.w)
+	}
 }

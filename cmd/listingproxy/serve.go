@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,7 +20,10 @@ import (
 )
 
 // serve runs the service until ctx is done or SIGINT/SIGTERM arrives, then
-// shuts down gracefully.
+// shuts down gracefully: the listeners close at once, requests in flight
+// get server.shutdown_grace to finish, buffered spans are flushed, and serve
+// returns nil (exit status 0). SIGHUP reloads the configuration file (see
+// reload).
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("listingproxy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -32,23 +36,35 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (subcommands: serve, hash-password)", fs.Arg(0))
 	}
+	load := func() (*config.Config, string, error) {
+		cfg, source, err := loadConfig(*cfgPath, getenv)
+		if err != nil {
+			return nil, source, err
+		}
+		if *listen != "" {
+			cfg.Listen = *listen
+		}
+		if *adminListen != "" {
+			cfg.AdminListen = *adminListen
+		}
+		return cfg, source, nil
+	}
 
-	cfg, source, err := loadConfig(*cfgPath, getenv)
+	cfg, source, err := load()
 	if err != nil {
 		return err
 	}
-	if *listen != "" {
-		cfg.Listen = *listen
-	}
-	if *adminListen != "" {
-		cfg.AdminListen = *adminListen
-	}
-	log := newLogger(cfg.Log, stderr)
+	level := new(slog.LevelVar)
+	level.Set(logLevel(cfg.Log))
+	log := newLogger(cfg.Log, level, stderr)
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 
-	app, err := build(ctx, cfg, log, time.Now)
+	app, err := buildWith(ctx, cfg, deps{log: log, now: time.Now, stdout: stdout, getenv: getenv})
 	if err != nil {
 		return err
 	}
@@ -58,21 +74,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
-	public := newHTTPServer(cfg.Server, app.handler, log)
-	servers := []*http.Server{public}
-	errc := make(chan error, 2)
-	go func() { errc <- public.Serve(ln) }()
-
+	servers := []served{{newHTTPServer(cfg.Server, app.handler, log), ln}}
 	adminURL := ""
 	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
 		aln, err := net.Listen("tcp", cfg.AdminListen)
 		if err != nil {
-			_ = public.Close()
+			_ = ln.Close()
 			return fmt.Errorf("admin listen %s: %w", cfg.AdminListen, err)
 		}
-		admin := newHTTPServer(cfg.Server, app.admin, log)
-		servers = append(servers, admin)
-		go func() { errc <- admin.Serve(aln) }()
+		servers = append(servers, served{newHTTPServer(cfg.Server, app.admin, log), aln})
 		adminURL = "http://" + aln.Addr().String()
 	}
 
@@ -81,23 +91,77 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	fmt.Fprintf(stdout, "listingproxy listening on %s (admin: %s, config: %s)\n", base, orNone(adminURL), source)
 	fmt.Fprintf(stdout, "try: curl -u %s '%s/au/properties.xml?limit=2'\n", exampleCredentials(cfg), base)
 
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		if !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("serve: %w", err)
+	reload := func() {
+		next, source, err := load()
+		if err != nil {
+			log.Error("config reload rejected; keeping the running configuration", "config", source, "err", err)
+			return
+		}
+		restart, err := app.reload(next)
+		if err != nil {
+			log.Error("config reload rejected; keeping the running configuration", "config", source, "err", err)
+			return
+		}
+		level.Set(logLevel(next.Log))
+		log.Info("config reloaded", "config", source, "applied", "users, cache ttls, breaker settings, log level")
+		if len(restart) > 0 {
+			log.Warn("config changes that need a restart were not applied", "keys", strings.Join(restart, ", "))
 		}
 	}
-	log.Info("shutting down", "grace", cfg.Server.ShutdownGrace.D().String())
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Server.ShutdownGrace.D())
+	err = serveUntil(ctx, servers, cfg.Server.ShutdownGrace.D(), hup, reload, log)
+
+	// Flush after the servers stopped, so the spans of the last requests
+	// are in; bounded like the shutdown itself.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Server.ShutdownGrace.D())
 	defer cancel()
-	var firstErr error
+	app.flushTraces(fctx)
+	return err
+}
+
+// served is an http.Server with its listener.
+type served struct {
+	srv *http.Server
+	ln  net.Listener
+}
+
+// serveUntil serves every server until ctx is done (or one fails), calling
+// reload on each value from hup, then shuts them all down: listeners close
+// at once (new connections are refused) and requests in flight have grace
+// to finish. It returns nil after a clean shutdown.
+func serveUntil(ctx context.Context, servers []served, grace time.Duration, hup <-chan os.Signal, reload func(), log *slog.Logger) error {
+	errc := make(chan error, len(servers))
 	for _, s := range servers {
-		if err := s.Shutdown(sctx); err != nil && firstErr == nil {
-			firstErr = fmt.Errorf("shutdown: %w", err)
+		go func() { errc <- s.srv.Serve(s.ln) }()
+	}
+	var failed error
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case <-hup:
+			reload()
+		case err := <-errc:
+			if !errors.Is(err, http.ErrServerClosed) {
+				failed = fmt.Errorf("serve: %w", err)
+			}
+			break wait
 		}
 	}
-	return firstErr
+	log.Info("shutting down", "grace", grace.String())
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	// Shut the servers down together: each closes its listener first.
+	errs := make(chan error, len(servers))
+	for _, s := range servers {
+		go func() { errs <- s.srv.Shutdown(sctx) }()
+	}
+	for range servers {
+		if err := <-errs; err != nil && failed == nil {
+			failed = fmt.Errorf("shutdown: %w", err)
+		}
+	}
+	return failed
 }
 
 // loadConfig resolves the configuration: -config, else ./config.yaml, else
@@ -159,9 +223,16 @@ func exampleCredentials(cfg *config.Config) string {
 	return u + ":PASSWORD"
 }
 
-func newLogger(c config.Log, w io.Writer) *slog.Logger {
+// logLevel is c's level; config validation admits only valid names.
+func logLevel(c config.Log) slog.Level {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.Level))
+	return level
+}
+
+// newLogger returns the JSON logger (text on a terminal, or as configured)
+// at level, which a reload may change.
+func newLogger(c config.Log, level slog.Leveler, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
 	text := c.Format == "text"
 	if c.Format == "auto" {

@@ -4,18 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/crypto/bcrypt"
 
 	"listingproxy/cache"
 	"listingproxy/config"
 	"listingproxy/proxy"
+	"listingproxy/telemetry"
 	"listingproxy/upstream"
 	"listingproxy/upstream/crm"
 	"listingproxy/upstream/sqlstore"
@@ -28,6 +34,13 @@ type app struct {
 	handler http.Handler
 	admin   http.Handler
 	cache   *cache.Store
+	srv     *proxy.Server
+	tracing *telemetry.Tracing
+	metrics *telemetry.Metrics
+	log     *slog.Logger
+	// cfg is the configuration in force; only reload (one goroutine)
+	// replaces it.
+	cfg     *config.Config
 	closers []func()
 }
 
@@ -40,34 +53,71 @@ func (a *app) Close() {
 // pinger is a backend that can say whether it is reachable.
 type pinger interface{ Ping(context.Context) error }
 
+// deps are build's injected dependencies beyond the configuration.
+type deps struct {
+	log *slog.Logger
+	now func() time.Time
+	// stdout receives the stdout trace exporter's spans. Default io.Discard.
+	stdout io.Writer
+	// getenv reads OTEL_SDK_DISABLED and OTEL_TRACES_SAMPLER. Default: none
+	// set.
+	getenv func(string) string
+	// tracerProvider, when set, replaces the one the configuration
+	// describes (tests pass an SDK provider with an in-memory exporter).
+	tracerProvider trace.TracerProvider
+}
+
 // build turns a validated configuration into a running service's parts.
-func build(ctx context.Context, cfg *config.Config, log *slog.Logger, now func() time.Time) (_ *app, err error) {
-	a := &app{}
+func build(ctx context.Context, cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, error) {
+	return buildWith(ctx, cfg, deps{log: log, now: now})
+}
+
+func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err error) {
+	log, now := d.log, d.now
+	a := &app{log: log, cfg: cfg}
 	defer func() {
 		if err != nil {
 			a.Close()
 		}
 	}()
 
-	backends := map[string]upstream.Backend{}
+	tp := d.tracerProvider
+	if tp == nil {
+		a.tracing, err = telemetry.NewTracing(ctx, telemetry.TraceOptions{
+			ServiceName: cfg.Telemetry.ServiceName, Exporter: cfg.Telemetry.Exporter, Endpoint: cfg.Telemetry.OTLPEndpoint,
+			SampleRatio: cfg.Telemetry.SampleRatio, Stdout: cmpWriter(d.stdout), Getenv: cmpGetenv(d.getenv),
+		})
+		if err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, func() { a.flushTraces(context.Background()) })
+		tp = a.tracing.Provider()
+	}
+	reg := prometheus.NewRegistry()
+	if a.metrics, err = telemetry.NewMetrics(reg); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+
+	backends := map[string]upstream.Backend{}     // as opened: /readyz pings them
+	instrumented := map[string]upstream.Backend{} // what the proxy calls
 	for _, name := range sortedKeys(cfg.Backends) {
-		b, closer, err := openBackend(ctx, name, cfg, log, now)
+		b, closer, err := openBackend(ctx, name, cfg, log, now, tp)
 		if err != nil {
 			return nil, err
 		}
 		backends[name] = b
+		instrumented[name] = telemetry.InstrumentBackend(b, telemetry.BackendOptions{
+			Name: name, Kind: cfg.Backends[name].Kind, TracerProvider: tp, Metrics: a.metrics,
+		})
 		a.closers = append(a.closers, closer)
 	}
 
 	tenants := make([]proxy.Tenant, 0, len(cfg.Tenants))
 	for _, name := range sortedKeys(cfg.Tenants) {
 		t := cfg.Tenants[name]
-		tenants = append(tenants, proxy.Tenant{Name: name, Backend: backends[t.Backend], BackendName: t.Backend, Upstream: t.UpstreamTenant})
+		tenants = append(tenants, proxy.Tenant{Name: name, Backend: instrumented[t.Backend], BackendName: t.Backend, Upstream: t.UpstreamTenant})
 	}
-	users := make([]proxy.User, len(cfg.Users))
-	for i, u := range cfg.Users {
-		users[i] = proxy.User{Username: u.Username, PasswordHash: []byte(u.PasswordBcrypt), Tenant: u.Tenant, Permissions: permissions(u.Permissions)}
-	}
+	users := proxyUsers(cfg.Users)
 
 	zones := map[string]*time.Location{}
 	for _, c := range cfg.Countries {
@@ -78,31 +128,116 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, now func()
 		zones[c] = loc
 	}
 
-	opts := proxy.Options{Countries: zones, MaxResults: cfg.MaxResults, Now: now, Logger: log}
+	opts := proxy.Options{
+		Countries: zones, MaxResults: cfg.MaxResults, Now: now, Logger: log, TracerProvider: tp,
+		Observe: func(ctx context.Context, i proxy.RequestInfo) {
+			telemetry.Annotate(ctx, telemetry.Annotation{Tenant: i.Tenant, Cache: i.Cache, AuthFailed: i.AuthFailed})
+		},
+	}
 	if !cfg.Cache.Disabled {
-		a.cache, err = cache.New(cache.Options{MaxBytes: int64(cfg.Cache.MaxBytes), Now: now, Logger: log})
+		a.cache, err = cache.New(cache.Options{MaxBytes: int64(cfg.Cache.MaxBytes), Now: now, Logger: log, TracerProvider: tp})
 		if err != nil {
 			return nil, fmt.Errorf("cache: %w", err)
 		}
 		a.closers = append(a.closers, a.cache.Close)
 		opts.Cache = a.cache
 		opts.Policy = policies(cfg.Cache)
+		if err := a.metrics.WatchCache(a.cache.Stats); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
 	}
-	opts.Breakers = map[string]*cache.Breaker{}
-	for name := range backends {
-		opts.Breakers[name] = cache.NewBreaker(breakerOptions(name, cfg.Breaker, log))
-	}
+	a.closers = append(a.closers, watchChanges(cfg, backends, a.cache, log))
+	opts.Breakers = a.breakers(cfg.Breaker)
 
-	srv, err := proxy.New(users, tenants, opts)
+	a.srv, err = proxy.New(users, tenants, opts)
 	if err != nil {
 		return nil, err
 	}
-	a.handler = srv
-	a.admin = adminHandler(cfg, a.cache, backends, opts.Breakers)
+	if err := a.metrics.WatchBreakers(a.srv.Breakers); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	// Outermost first: the server span (continuing an incoming traceparent)
+	// must exist before the access log reads its trace id, and the access
+	// log must sit outside the proxy's ServeMux to learn the matched route.
+	a.handler = telemetry.ServerHandler(telemetry.Middleware(log, a.metrics)(a.srv), tp)
+	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
+	a.admin = adminHandler(cfg, a.cache, backends, a.srv.Breakers, metrics)
 	return a, nil
 }
 
-func openBackend(ctx context.Context, name string, cfg *config.Config, log *slog.Logger, now func() time.Time) (upstream.Backend, func(), error) {
+// flushTraces exports the spans still buffered, within ctx.
+func (a *app) flushTraces(ctx context.Context) {
+	if err := a.tracing.Shutdown(ctx); err != nil {
+		a.log.Warn("flushing traces", "err", err)
+	}
+}
+
+// breakers makes a fresh breaker per backend with settings c.
+func (a *app) breakers(c config.Breaker) map[string]*cache.Breaker {
+	m := make(map[string]*cache.Breaker, len(a.cfg.Backends))
+	for name := range a.cfg.Backends {
+		m[name] = cache.NewBreaker(breakerOptions(name, c, a.log, a.metrics))
+		a.metrics.InitBreaker(name)
+	}
+	return m
+}
+
+func proxyUsers(cu []config.User) []proxy.User {
+	users := make([]proxy.User, len(cu))
+	for i, u := range cu {
+		users[i] = proxy.User{Username: u.Username, PasswordHash: []byte(u.PasswordBcrypt), Tenant: u.Tenant, Permissions: permissions(u.Permissions)}
+	}
+	return users
+}
+
+func cmpWriter(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+func cmpGetenv(getenv func(string) string) func(string) string {
+	if getenv == nil {
+		return func(string) string { return "" }
+	}
+	return getenv
+}
+
+// crmHTTPClient is the CRM client's HTTP client when tracing is on: the
+// transport crm.New would build for b (tuned to its concurrency and
+// timeout), with client spans and W3C trace context. Nil when tracing is
+// off (crm.New then builds its own).
+func crmHTTPClient(b config.Backend, tp trace.TracerProvider) (*http.Client, func()) {
+	if tp == nil {
+		return nil, func() {}
+	}
+	timeout := cmpDuration(b.Timeout.D(), crm.DefaultTimeout)
+	maxConc := b.MaxConcurrency
+	if maxConc <= 0 {
+		maxConc = crm.DefaultMaxConcurrency
+	}
+	base := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          2 * maxConc,
+		MaxIdleConnsPerHost:   maxConc,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   timeout,
+		ExpectContinueTimeout: time.Second,
+	}
+	return &http.Client{Transport: telemetry.Transport(base, tp)}, base.CloseIdleConnections
+}
+
+func cmpDuration(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+func openBackend(ctx context.Context, name string, cfg *config.Config, log *slog.Logger, now func() time.Time, tp trace.TracerProvider) (upstream.Backend, func(), error) {
 	b := cfg.Backends[name]
 	switch b.Kind {
 	case config.KindCRM:
@@ -117,24 +252,28 @@ func openBackend(ctx context.Context, name string, cfg *config.Config, log *slog
 		if err != nil {
 			return nil, nil, fmt.Errorf("backend %s: %w", name, err)
 		}
+		hc, closeIdle := crmHTTPClient(b, tp)
 		c, err := crm.New(crm.Options{
 			BaseURL: b.URL, Credentials: creds, Timeout: b.Timeout.D(), MaxConcurrency: b.MaxConcurrency,
 			MaxBodyBytes: int64(b.MaxBodyBytes), Hydrate: mode, HydrateConcurrency: b.HydrateConcurrency,
-			DocTTL: b.DocTTL.D(), Now: now,
+			DocTTL: b.DocTTL.D(), Now: now, HTTPClient: hc,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("backend %s: %w", name, err)
 		}
-		return c, func() {}, nil
+		return c, closeIdle, nil
 	default:
 		st, err := sqlstore.Open(ctx, sqlstore.Config{
-			Dialect: b.Kind, DSN: b.DSN, Now: now, MaxOpenConns: b.MaxOpenConns,
+			Dialect: b.Kind, DSN: b.DSN, Now: now,
+			MaxOpenConns: b.MaxOpenConns, MaxIdleConns: b.MaxIdleConns,
+			ConnMaxLifetime: b.ConnMaxLifetime.D(), QueryTimeout: b.QueryTimeout.D(),
+			Logger: log.With("backend", name), TracerProvider: tp,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("backend %s: %w", name, err)
 		}
 		if b.SeedDemo {
-			if err := seedIfEmpty(ctx, st, now, log, name); err != nil {
+			if err := seedIfEmpty(ctx, st, b, now, log, name); err != nil {
 				st.Close()
 				return nil, nil, fmt.Errorf("backend %s: %w", name, err)
 			}
@@ -143,20 +282,91 @@ func openBackend(ctx context.Context, name string, cfg *config.Config, log *slog
 	}
 }
 
-func seedIfEmpty(ctx context.Context, st *sqlstore.Store, now func() time.Time, log *slog.Logger, name string) error {
+// seedIfEmpty creates the schema and loads the demo data into an empty
+// database. The demo database is ours, so with notify it also installs the
+// change-notification trigger (idempotent); a legacy database's operator
+// installs it (README).
+func seedIfEmpty(ctx context.Context, st *sqlstore.Store, b config.Backend, now func() time.Time, log *slog.Logger, name string) error {
 	if err := st.Migrate(ctx); err != nil {
 		return err
 	}
 	empty, err := st.Empty(ctx)
-	if err != nil || !empty {
+	if err != nil {
 		return err
 	}
-	start := time.Now()
-	if err := st.SeedDemo(ctx, demo.Options{Now: now()}); err != nil {
-		return fmt.Errorf("seed demo data: %w", err)
+	if empty {
+		start := time.Now()
+		if err := st.SeedDemo(ctx, demo.Options{Now: now()}); err != nil {
+			return fmt.Errorf("seed demo data: %w", err)
+		}
+		log.Info("seeded demo data", "backend", name, "took", time.Since(start).Round(time.Millisecond).String())
 	}
-	log.Info("seeded demo data", "backend", name, "took", time.Since(start).Round(time.Millisecond).String())
+	if b.Notify {
+		if err := st.InstallNotify(ctx); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// listener is a backend that reports data changes (sqlstore on PostgreSQL).
+type listener interface {
+	Listen(ctx context.Context, fn func(tenant, resource string)) error
+}
+
+// watchChanges listens for change notifications on every backend with
+// notify: true and purges, at once, the cached bodies of each tenant served
+// from the changed backend tenant. It purges the tenant's every resource,
+// whatever the notification's resource: an agent's document embeds its
+// properties and a property's embeds its agents' names, so a change to
+// either can stale both. It returns the function that stops the listeners.
+func watchChanges(cfg *config.Config, backends map[string]upstream.Backend, store *cache.Store, log *slog.Logger) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	n := 0
+	for _, name := range sortedKeys(backends) {
+		if !cfg.Backends[name].Notify {
+			continue
+		}
+		l, ok := backends[name].(listener)
+		if !ok || store == nil {
+			log.Warn("change notifications are off: nothing to listen to or no cache to purge", "backend", name)
+			continue
+		}
+		byUpstream := map[string][]string{} // backend tenant -> our tenants
+		var all []string
+		for _, tn := range sortedKeys(cfg.Tenants) {
+			if t := cfg.Tenants[tn]; t.Backend == name {
+				byUpstream[t.UpstreamTenant] = append(byUpstream[t.UpstreamTenant], tn)
+				all = append(all, tn)
+			}
+		}
+		n++
+		go func() {
+			defer func() { done <- struct{}{} }()
+			err := l.Listen(ctx, func(tenant, resource string) {
+				purge := byUpstream[tenant]
+				if tenant == sqlstore.AllTenants {
+					purge = all
+				}
+				for _, tn := range purge {
+					store.Purge(tn, "")
+				}
+				if len(purge) > 0 {
+					log.Debug("purged on change notification", "backend", name, "upstream_tenant", tenant, "resource", resource, "tenants", purge)
+				}
+			})
+			if err != nil {
+				log.Warn("change listener stopped", "backend", name, "error", err)
+			}
+		}()
+	}
+	return func() {
+		cancel()
+		for range n {
+			<-done
+		}
+	}
 }
 
 func permissions(names []string) proxy.Permissions {
@@ -183,12 +393,13 @@ func policies(c config.Cache) func(string) cache.Policy {
 	return func(resource string) cache.Policy { return m[resource] }
 }
 
-func breakerOptions(name string, c config.Breaker, log *slog.Logger) cache.BreakerOptions {
+func breakerOptions(name string, c config.Breaker, log *slog.Logger, m *telemetry.Metrics) cache.BreakerOptions {
 	return cache.BreakerOptions{
 		Name: name, ConsecutiveFailures: c.Failures, FailureRatio: c.FailureRatio, MinRequests: c.MinRequests,
 		Window: c.Window.D(), OpenFor: c.OpenFor.D(), HalfOpenProbes: c.HalfOpenProbes,
 		IsAnswer: isAnswer,
 		OnStateChange: func(name string, from, to cache.State) {
+			m.BreakerTransition(name, from, to)
 			log.Warn("breaker state change", "backend", name, "from", from.String(), "to", to.String())
 		},
 	}
@@ -201,17 +412,26 @@ func isAnswer(err error) bool {
 	return errors.Is(err, upstream.ErrNotFound) || errors.As(err, &ce) || errors.Is(err, context.Canceled)
 }
 
-// adminHandler serves the operator endpoints on the admin listener.
-func adminHandler(cfg *config.Config, store *cache.Store, backends map[string]upstream.Backend, breakers map[string]*cache.Breaker) http.Handler {
+// adminHandler serves the operator endpoints on the admin listener:
+// /healthz (the process answers), /readyz (every backend answers its ping
+// and no breaker is open), /metrics, /debug/pprof and POST /cache/purge.
+// breakers returns the breakers in force (a reload may replace them).
+func adminHandler(cfg *config.Config, store *cache.Store, backends map[string]upstream.Backend, breakers func() map[string]*cache.Breaker, metrics http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
+	mux.Handle("GET /metrics", metrics)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		var problems []string
+		bs := breakers()
 		for _, name := range sortedKeys(backends) {
+			if b := bs[name]; b != nil && b.State() == cache.StateOpen {
+				problems = append(problems, fmt.Sprintf("backend %s: circuit breaker open (retry in %s)", name, b.RetryAfter()))
+				continue
+			}
 			if p, ok := backends[name].(pinger); ok {
 				if err := p.Ping(ctx); err != nil {
 					problems = append(problems, fmt.Sprintf("backend %s: %v", name, err))

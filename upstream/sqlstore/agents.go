@@ -68,27 +68,12 @@ func (s *Store) agents(ctx context.Context, sc upstream.Scope, r agentRequest) (
 		return []upstream.Agent{}, nil
 	}
 
-	q := newQuery(s.d)
-	q.add("SELECT ", agentColumns, " FROM agents a")
-	conds := []string{"a.tenant_id = " + q.arg(tenant), "a.country = " + q.arg(sc.Country)}
-	f := r.filter
-	if len(f.IDs) > 0 {
-		conds = append(conds, in(q, "a.id", f.IDs))
-	}
-	if f.Name != "" {
-		conds = append(conds, "lower(a.name) LIKE "+q.arg(likePattern(strings.ToLower(f.Name)))+s.d.likeEscape())
-	}
-	if f.Username != "" {
-		conds = append(conds, "lower(a.username) = "+q.arg(strings.ToLower(f.Username)))
-	}
-	q.where(conds)
-	if err := q.orderBy(r.order, agentOrder, "a.id"); err != nil {
+	q, err := s.agentPageQuery(tenant, sc.Country, r)
+	if err != nil {
 		return nil, err
 	}
-	q.limitOffset(r.limit, r.offset)
-
 	page := []upstream.Agent{}
-	err = s.each(ctx, q, func(rows *sql.Rows) error {
+	err = s.each(ctx, "list_agents", q, func(rows *sql.Rows) error {
 		var a upstream.Agent
 		if err := rows.Scan(&a.ID, &a.Name, &a.Username, &a.Phone, &a.AfterHoursPhone, &a.MobilePhone,
 			&a.Email, &a.Description, &a.PhotoURL, &a.WebsiteURL); err != nil {
@@ -104,6 +89,29 @@ func (s *Store) agents(ctx context.Context, sc upstream.Scope, r agentRequest) (
 		return nil, err
 	}
 	return page, nil
+}
+
+// agentPageQuery is the statement of an agent page.
+func (s *Store) agentPageQuery(tenant int64, country string, r agentRequest) (*query, error) {
+	q := newQuery(s.d)
+	q.add("SELECT ", agentColumns, " FROM agents a")
+	conds := []string{"a.tenant_id = " + q.arg(tenant), "a.country = " + q.arg(country)}
+	f := r.filter
+	if len(f.IDs) > 0 {
+		conds = append(conds, in(q, "a.id", f.IDs))
+	}
+	if f.Name != "" {
+		conds = append(conds, "lower(a.name) LIKE "+q.arg(likePattern(strings.ToLower(f.Name)))+s.d.likeEscape())
+	}
+	if f.Username != "" {
+		conds = append(conds, "lower(a.username) = "+q.arg(strings.ToLower(f.Username)))
+	}
+	q.where(conds)
+	if err := q.orderBy(r.order, agentOrder, "a.id"); err != nil {
+		return nil, err
+	}
+	q.limitOffset(r.limit, r.offset)
+	return q, nil
 }
 
 // decorateAgents fills the current-property counts and, in full detail, the
@@ -136,7 +144,11 @@ func (s *Store) decorateAgents(ctx context.Context, tenant int64, country string
 		} else {
 			q.add(" GROUP BY pa.agent_id")
 		}
-		err := s.each(ctx, q, func(rows *sql.Rows) error {
+		name := "count_agent_properties"
+		if full {
+			name = "load_agent_properties"
+		}
+		err := s.each(ctx, name, q, func(rows *sql.Rows) error {
 			var aid int64
 			if !full {
 				var n int

@@ -17,6 +17,16 @@ import (
 // ends.
 func openPostgres(t *testing.T) *Store {
 	t.Helper()
+	st, _, _ := openPostgresWith(t, nil)
+	return st
+}
+
+// openPostgresWith is openPostgres with cfg adjusted by edit (nil: none). It
+// also returns a pool on the test database outside the store, and the name
+// of the test schema, which is also the application_name of the store's
+// connections.
+func openPostgresWith(t *testing.T, edit func(*Config)) (st *Store, admin *sql.DB, schema string) {
+	t.Helper()
 	dsn := os.Getenv("LISTINGPROXY_TEST_POSTGRES_DSN")
 	if dsn == "" {
 		t.Skip("LISTINGPROXY_TEST_POSTGRES_DSN is not set; set it to run the PostgreSQL tests, " +
@@ -28,7 +38,7 @@ func openPostgres(t *testing.T) *Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { admin.Close() })
-	schema := fmt.Sprintf("listingproxy_test_%d_%d", os.Getpid(), time.Now().UnixNano())
+	schema = fmt.Sprintf("listingproxy_test_%d_%d", os.Getpid(), time.Now().UnixNano())
 	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
 		t.Fatal(err)
 	}
@@ -43,13 +53,18 @@ func openPostgres(t *testing.T) *Store {
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
+	q.Set("application_name", schema)
 	u.RawQuery = q.Encode()
-	st, err := Open(ctx, Config{Dialect: "postgres", DSN: u.String(), Now: func() time.Time { return testNow }})
+	cfg := Config{Dialect: "postgres", DSN: u.String(), Now: func() time.Time { return testNow }}
+	if edit != nil {
+		edit(&cfg)
+	}
+	st, err = Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return st
+	return st, admin, schema
 }
 
 func TestPostgresBackend(t *testing.T) {

@@ -72,14 +72,11 @@ func (s *Store) properties(ctx context.Context, sc upstream.Scope, r propertyReq
 	if g := r.filter.Geo; g != nil {
 		page, err = s.geoPage(ctx, tenant, sc.Country, r, *g)
 	} else {
-		q := newQuery(s.d)
-		q.add("SELECT ", propertyColumns, " FROM properties p")
-		q.where(s.propertyConds(q, tenant, sc.Country, r.filter))
-		if err := q.orderBy(r.order, propertyOrder, "p.id"); err != nil {
+		var q *query
+		if q, err = s.propertyPageQuery(tenant, sc.Country, r); err != nil {
 			return nil, err
 		}
-		q.limitOffset(r.limit, r.offset)
-		page, err = s.queryProperties(ctx, q)
+		page, err = s.queryProperties(ctx, "list_properties", q)
 	}
 	if err != nil {
 		return nil, err
@@ -88,6 +85,30 @@ func (s *Store) properties(ctx context.Context, sc upstream.Scope, r propertyReq
 		return nil, err
 	}
 	return page, nil
+}
+
+// propertyPageQuery is the statement of a property page without geo.
+func (s *Store) propertyPageQuery(tenant int64, country string, r propertyRequest) (*query, error) {
+	q := newQuery(s.d)
+	q.add("SELECT ", propertyColumns, " FROM properties p")
+	q.where(s.propertyConds(q, tenant, country, r.filter))
+	if err := q.orderBy(r.order, propertyOrder, "p.id"); err != nil {
+		return nil, err
+	}
+	q.limitOffset(r.limit, r.offset)
+	return q, nil
+}
+
+// geoCandidatesQuery is the statement of a geo search: the ids and
+// positions in the bounding box, in the requested order.
+func (s *Store) geoCandidatesQuery(tenant int64, country string, r propertyRequest) (*query, error) {
+	q := newQuery(s.d)
+	q.add("SELECT p.id, p.latitude, p.longitude FROM properties p")
+	q.where(s.propertyConds(q, tenant, country, r.filter))
+	if err := q.orderBy(r.order, propertyOrder, "p.id"); err != nil {
+		return nil, err
+	}
+	return q, nil
 }
 
 // propertyConds returns the WHERE conditions of a property filter, in text
@@ -171,41 +192,34 @@ func lower(ss []string) []string {
 // requested order, Go keeps those within the radius and cuts the page, and a
 // second query loads the page's rows.
 func (s *Store) geoPage(ctx context.Context, tenant int64, country string, r propertyRequest, g normalize.Geo) ([]upstream.Property, error) {
-	q := newQuery(s.d)
-	q.add("SELECT p.id, p.latitude, p.longitude FROM properties p")
-	q.where(s.propertyConds(q, tenant, country, r.filter))
-	if err := q.orderBy(r.order, propertyOrder, "p.id"); err != nil {
-		return nil, err
-	}
-	rows, err := s.db.QueryContext(ctx, q.String(), q.args...)
+	q, err := s.geoCandidatesQuery(tenant, country, r)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	var ids []int64
 	skip := r.offset
-	for rows.Next() {
+	err = s.each(ctx, "geo_candidates", q, func(rows *sql.Rows) error {
 		var id int64
 		var lat, long float64
 		if err := rows.Scan(&id, &lat, &long); err != nil {
-			return nil, err
+			return err
 		}
 		if DistanceKm(g.Lat, g.Long, lat, long) > g.RadiusKm {
-			continue
+			return nil
 		}
 		if skip > 0 {
 			skip--
-			continue
+			return nil
 		}
 		ids = append(ids, id)
 		if len(ids) == r.limit {
-			break
+			return errStop
 		}
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	rows.Close()
 	if len(ids) == 0 {
 		return []upstream.Property{}, nil
 	}
@@ -214,7 +228,7 @@ func (s *Store) geoPage(ctx context.Context, tenant int64, country string, r pro
 	for chunk := range chunks(ids) {
 		q := newQuery(s.d)
 		q.add("SELECT ", propertyColumns, " FROM properties p WHERE ", in(q, "p.id", chunk))
-		ps, err := s.queryProperties(ctx, q)
+		ps, err := s.queryProperties(ctx, "load_properties", q)
 		if err != nil {
 			return nil, err
 		}
@@ -231,21 +245,20 @@ func (s *Store) geoPage(ctx context.Context, tenant int64, country string, r pro
 	return page, nil
 }
 
-func (s *Store) queryProperties(ctx context.Context, q *query) ([]upstream.Property, error) {
-	rows, err := s.db.QueryContext(ctx, q.String(), q.args...)
+func (s *Store) queryProperties(ctx context.Context, name string, q *query) ([]upstream.Property, error) {
+	var ps []upstream.Property
+	err := s.each(ctx, name, q, func(rows *sql.Rows) error {
+		p, err := scanProperty(rows)
+		if err != nil {
+			return err
+		}
+		ps = append(ps, p)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	ps := []upstream.Property{}
-	for rows.Next() {
-		p, err := scanProperty(rows)
-		if err != nil {
-			return nil, err
-		}
-		ps = append(ps, p)
-	}
-	return ps, rows.Err()
+	return nonNil(ps), nil
 }
 
 func scanProperty(rows *sql.Rows) (upstream.Property, error) {
@@ -304,7 +317,7 @@ func (s *Store) decorateProperties(ctx context.Context, page []upstream.Property
 		q := newQuery(s.d)
 		q.add("SELECT pa.property_id, a.id, a.name FROM property_agents pa JOIN agents a ON a.id = pa.agent_id WHERE ",
 			in(q, "pa.property_id", chunk), " ORDER BY pa.property_id, pa.position, a.id")
-		err := s.each(ctx, q, func(rows *sql.Rows) error {
+		err := s.each(ctx, "load_property_agents", q, func(rows *sql.Rows) error {
 			var pid int64
 			var a upstream.AgentRef
 			if err := rows.Scan(&pid, &a.ID, &a.Name); err != nil {
@@ -323,7 +336,7 @@ func (s *Store) decorateProperties(ctx context.Context, page []upstream.Property
 		if full {
 			q.add("SELECT m.property_id, m.kind, m.url, m.thumbnail, m.type, m.caption, m.position FROM property_media m WHERE ",
 				in(q, "m.property_id", chunk), " ORDER BY m.property_id, m.kind, m.position")
-			err = s.each(ctx, q, func(rows *sql.Rows) error {
+			err = s.each(ctx, "load_media", q, func(rows *sql.Rows) error {
 				var pid int64
 				var kind string
 				var m upstream.Media
@@ -347,7 +360,7 @@ func (s *Store) decorateProperties(ctx context.Context, page []upstream.Property
 		} else {
 			q.add("SELECT m.property_id, m.kind, count(*) FROM property_media m WHERE ",
 				in(q, "m.property_id", chunk), " GROUP BY m.property_id, m.kind")
-			err = s.each(ctx, q, func(rows *sql.Rows) error {
+			err = s.each(ctx, "count_media", q, func(rows *sql.Rows) error {
 				var pid int64
 				var kind string
 				var n int
@@ -378,7 +391,7 @@ func (s *Store) decorateProperties(ctx context.Context, page []upstream.Property
 		q.add("SELECT o.property_id, o.starts_at, o.ends_at FROM openhomes o WHERE ",
 			in(q, "o.property_id", chunk), " AND o.ends_at > ", q.arg(s.d.timeArg(now)),
 			" ORDER BY o.property_id, o.starts_at, o.ends_at")
-		err = s.each(ctx, q, func(rows *sql.Rows) error {
+		err = s.each(ctx, "load_openhomes", q, func(rows *sql.Rows) error {
 			var pid int64
 			var start, end nullTime
 			if err := rows.Scan(&pid, &start, &end); err != nil {
@@ -407,21 +420,6 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
-}
-
-// each runs q and calls f for every row.
-func (s *Store) each(ctx context.Context, q *query, f func(*sql.Rows) error) error {
-	rows, err := s.db.QueryContext(ctx, q.String(), q.args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := f(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
 }
 
 // maxInList bounds the number of values bound in one IN list, well below

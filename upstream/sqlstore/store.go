@@ -36,10 +36,15 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"listingproxy/upstream"
 )
@@ -62,8 +67,27 @@ type Config struct {
 	Now func() time.Time
 	// MaxOpenConns caps the pool. Default 8.
 	MaxOpenConns int
+	// MaxIdleConns is how many idle connections the pool keeps. Default
+	// MaxOpenConns.
+	MaxIdleConns int
+	// ConnMaxLifetime closes connections this old, so a pool follows a
+	// failover or a load balancer's rotation. Default 30m; negative: never.
+	ConnMaxLifetime time.Duration
 	// ConnMaxIdleTime closes idle connections after this long. Default 5m.
 	ConnMaxIdleTime time.Duration
+	// QueryTimeout bounds each statement the store runs, on top of the
+	// caller's deadline (whichever ends first wins): a request makes several
+	// statements, and no single one may hold a connection longer than this.
+	// Zero: no bound but the caller's.
+	QueryTimeout time.Duration
+	// Logger receives warnings from background work (the change listener's
+	// reconnections). Nil: discarded.
+	Logger *slog.Logger
+	// TracerProvider receives a span per statement, named "sql.<statement>"
+	// (sql.list_properties, sql.load_media, ...) with the attributes
+	// db.system.name and db.operation.name only: never arguments or SQL
+	// text. Nil: no tracing.
+	TracerProvider trace.TracerProvider
 }
 
 // Store is an upstream.Backend over a SQL database. It is safe for concurrent
@@ -72,6 +96,13 @@ type Store struct {
 	db  *sql.DB
 	d   dialect
 	now func() time.Time
+
+	dsn          string // as given to the driver; Listen opens its own connection
+	log          *slog.Logger
+	maxIdle      int
+	queryTimeout time.Duration
+	tracer       trace.Tracer
+	system       attribute.KeyValue // db.system.name
 
 	mu      sync.RWMutex
 	tenants map[string]int64 // tenants.name -> id; only names that exist
@@ -107,8 +138,18 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if _, ok := d.(sqliteDialect); ok && (strings.Contains(cfg.DSN, ":memory:") || strings.Contains(cfg.DSN, "mode=memory")) {
 		maxOpen = 1
 	}
+	maxIdle := cfg.MaxIdleConns
+	if maxIdle <= 0 || maxIdle > maxOpen {
+		maxIdle = maxOpen
+	}
 	db.SetMaxOpenConns(maxOpen)
-	db.SetMaxIdleConns(maxOpen)
+	db.SetMaxIdleConns(maxIdle)
+	switch life := cfg.ConnMaxLifetime; {
+	case life == 0:
+		db.SetConnMaxLifetime(30 * time.Minute)
+	case life > 0:
+		db.SetConnMaxLifetime(life)
+	}
 	idle := cfg.ConnMaxIdleTime
 	if idle <= 0 {
 		idle = 5 * time.Minute
@@ -118,7 +159,20 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{db: db, d: d, now: now, tenants: map[string]int64{}}
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Store{
+		db: db, d: d, now: now, dsn: dsn, log: cfg.Logger,
+		maxIdle: maxIdle, queryTimeout: cfg.QueryTimeout,
+		tracer:  tp.Tracer("listingproxy/upstream/sqlstore"),
+		system:  attribute.String("db.system.name", d.systemName()),
+		tenants: map[string]int64{},
+	}
 	if err := s.Ping(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -201,12 +255,15 @@ func (s *Store) tenantID(ctx context.Context, name string) (id int64, ok bool, e
 	}
 	q := newQuery(s.d)
 	q.add("SELECT id FROM tenants WHERE name = " + q.arg(name))
-	err = s.db.QueryRowContext(ctx, q.String(), q.args...).Scan(&id)
+	err = s.each(ctx, "lookup_tenant", q, func(rows *sql.Rows) error {
+		ok = true
+		return rows.Scan(&id)
+	})
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return 0, false, nil
 	case err != nil:
 		return 0, false, fmt.Errorf("tenant %q: %w", name, err)
+	case !ok:
+		return 0, false, nil
 	}
 	s.mu.Lock()
 	s.tenants[name] = id

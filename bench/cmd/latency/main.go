@@ -133,7 +133,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, code := range codes {
 		parts = append(parts, fmt.Sprintf("%d×%d", statuses[code], code))
 	}
-	fmt.Fprintf(stdout, "%-44s n=%-4d c=%-3d p50=%-9s p90=%-9s p99=%-9s max=%-9s wall=%-9s status %s",
+	fmt.Fprintf(stdout, "%-62s n=%-4d c=%-3d p50=%-9s p90=%-9s p99=%-9s max=%-9s wall=%-9s status %s",
 		*label, *n, *c, round(pct(0.5)), round(pct(0.9)), round(pct(0.99)), round(pct(1)), round(wall), strings.Join(parts, " "))
 	if failures > 0 {
 		fmt.Fprintf(stdout, " failed=%d (%v)", failures, firstErr)

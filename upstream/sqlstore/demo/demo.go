@@ -58,6 +58,17 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// Properties returns the number of properties Generate writes for o: the
+// per-block size times the tenant x country blocks.
+func (o Options) Properties() int {
+	return o.withDefaults().PropertiesPerTenantCountry * len(Tenants) * len(Countries)
+}
+
+// Agents returns the number of agents Generate writes for o.
+func (o Options) Agents() int {
+	return o.withDefaults().AgentsPerTenantCountry * len(Tenants) * len(Countries)
+}
+
 // Tenant is a row of tenants.
 type Tenant struct {
 	ID   int64

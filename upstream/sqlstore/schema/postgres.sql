@@ -4,7 +4,12 @@
 -- so ORDER BY and their btree indexes compare byte-wise, as on SQLite and
 -- MySQL (utf8mb4_bin). Case-insensitive filters use lower(col) = $n, backed
 -- by expression indexes. Nullable order columns are indexed NULLS FIRST, as
--- the store orders them.
+-- the store orders them. Filter and order indexes end with id, the store's
+-- tie-breaker: an equality filter, or an order column, then reads rows in
+-- exactly the ORDER BY's order and a LIMIT stops early, with no sort (InnoDB
+-- appends the primary key to secondary indexes by itself, so mysql.sql does
+-- not spell it out). The geo index holds id too: the bounding-box scan is
+-- index-only.
 --
 -- Every statement is idempotent; statements are separated by a semicolon at
 -- the end of a line.
@@ -67,20 +72,20 @@ CREATE TABLE IF NOT EXISTS properties (
 CREATE UNIQUE INDEX IF NOT EXISTS properties_tenant_agency_id ON properties (tenant_id, agency_id);
 CREATE INDEX IF NOT EXISTS properties_tc_id ON properties (tenant_id, country, id);
 CREATE INDEX IF NOT EXISTS properties_tc_agency_id ON properties (tenant_id, country, agency_id);
-CREATE INDEX IF NOT EXISTS properties_tc_status ON properties (tenant_id, country, status);
-CREATE INDEX IF NOT EXISTS properties_tc_category ON properties (tenant_id, country, category);
-CREATE INDEX IF NOT EXISTS properties_tc_property_type ON properties (tenant_id, country, property_type);
+CREATE INDEX IF NOT EXISTS properties_tc_status_id ON properties (tenant_id, country, status, id);
+CREATE INDEX IF NOT EXISTS properties_tc_category_id ON properties (tenant_id, country, category, id);
+CREATE INDEX IF NOT EXISTS properties_tc_property_type_id ON properties (tenant_id, country, property_type, id);
 CREATE INDEX IF NOT EXISTS properties_tc_lower_property_type ON properties (tenant_id, country, lower(property_type));
 CREATE INDEX IF NOT EXISTS properties_tc_lower_price_type ON properties (tenant_id, country, lower(price_type));
 CREATE INDEX IF NOT EXISTS properties_tc_lower_street_name ON properties (tenant_id, country, lower(street_name));
-CREATE INDEX IF NOT EXISTS properties_tc_geo ON properties (tenant_id, country, latitude, longitude);
-CREATE INDEX IF NOT EXISTS properties_tc_approved ON properties (tenant_id, country, approved NULLS FIRST);
-CREATE INDEX IF NOT EXISTS properties_tc_last_updated ON properties (tenant_id, country, last_updated);
-CREATE INDEX IF NOT EXISTS properties_tc_price_from ON properties (tenant_id, country, price_from NULLS FIRST);
-CREATE INDEX IF NOT EXISTS properties_tc_bedrooms ON properties (tenant_id, country, bedrooms NULLS FIRST);
-CREATE INDEX IF NOT EXISTS properties_tc_bathrooms ON properties (tenant_id, country, bathrooms NULLS FIRST);
-CREATE INDEX IF NOT EXISTS properties_tc_suburb ON properties (tenant_id, country, suburb);
-CREATE INDEX IF NOT EXISTS properties_tc_featured ON properties (tenant_id, country, featured);
+CREATE INDEX IF NOT EXISTS properties_tc_geo_id ON properties (tenant_id, country, latitude, longitude, id);
+CREATE INDEX IF NOT EXISTS properties_tc_approved_id ON properties (tenant_id, country, approved NULLS FIRST, id);
+CREATE INDEX IF NOT EXISTS properties_tc_last_updated_id ON properties (tenant_id, country, last_updated, id);
+CREATE INDEX IF NOT EXISTS properties_tc_price_from_id ON properties (tenant_id, country, price_from NULLS FIRST, id);
+CREATE INDEX IF NOT EXISTS properties_tc_bedrooms_id ON properties (tenant_id, country, bedrooms NULLS FIRST, id);
+CREATE INDEX IF NOT EXISTS properties_tc_bathrooms_id ON properties (tenant_id, country, bathrooms NULLS FIRST, id);
+CREATE INDEX IF NOT EXISTS properties_tc_suburb_id ON properties (tenant_id, country, suburb, id);
+CREATE INDEX IF NOT EXISTS properties_tc_featured_id ON properties (tenant_id, country, featured, id);
 
 CREATE TABLE IF NOT EXISTS property_agents (
 	property_id bigint NOT NULL REFERENCES properties (id),

@@ -1,0 +1,401 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"listingproxy/config"
+)
+
+func adminGet(t *testing.T, a *app, path string) *httptest.ResponseRecorder {
+	t.Helper()
+	w := httptest.NewRecorder()
+	a.admin.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+	return w
+}
+
+// tripBreaker opens the demo backend's breaker with failing calls.
+func tripBreaker(t *testing.T, a *app) {
+	t.Helper()
+	b := a.srv.Breakers()["demo"]
+	for range 5 {
+		_ = b.Do(context.Background(), func(context.Context) error { return errors.New("backend down") })
+	}
+}
+
+// TestMetricsFamilies scrapes /metrics after a miss, a hit, a failed login
+// and a breaker trip, and finds every family with its labels.
+func TestMetricsFamilies(t *testing.T) {
+	a := newDemoApp(t)
+	demoGet(t, a.handler, "harbour", "/au/properties.json?limit=2")
+	demoGet(t, a.handler, "harbour", "/au/properties.json?limit=2")
+	demoGet(t, a.handler, "", "/au/properties.json?limit=2")
+	tripBreaker(t, a)
+
+	w := adminGet(t, a, "/metrics")
+	if w.Code != 200 {
+		t.Fatalf("/metrics status %d", w.Code)
+	}
+	text := w.Body.String()
+	for _, want := range []string{
+		`listingproxy_http_requests_total{method="GET",route="/{country}/properties.json",status="200"} 2`,
+		`listingproxy_http_requests_total{method="GET",route="/{country}/properties.json",status="401"} 1`,
+		`listingproxy_http_request_duration_seconds_bucket{method="GET",route="/{country}/properties.json",le="0.005"}`,
+		`listingproxy_auth_failures_total 1`,
+		`listingproxy_cache_lookups_total{outcome="hit"} 1`,
+		`listingproxy_cache_lookups_total{outcome="miss"} 1`,
+		`listingproxy_cache_lookups_total{outcome="stale"} 0`,
+		`listingproxy_cache_bytes `,
+		`listingproxy_cache_max_bytes 2.68435456e+08`,
+		`listingproxy_cache_entries 1`,
+		`listingproxy_cache_evictions_total 0`,
+		`listingproxy_cache_admission_rejects_total `,
+		`listingproxy_cache_coalesced_waiters_total 0`,
+		`listingproxy_cache_loader_calls_total 1`,
+		`listingproxy_cache_errors_total 0`,
+		`listingproxy_breaker_state{backend="demo",state="open"} 1`,
+		`listingproxy_breaker_state{backend="demo",state="closed"} 0`,
+		`listingproxy_breaker_transitions_total{backend="demo",from="closed",to="open"} 1`,
+		`listingproxy_breaker_transitions_total{backend="demo",from="open",to="half-open"} 0`,
+		`listingproxy_backend_request_duration_seconds_count{backend="demo",operation="ListProperties"} 1`,
+		`listingproxy_backend_errors_total{backend="demo",operation="ListProperties",reason="timeout"} 0`,
+		`go_goroutines `,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if w := demoGet(t, a.handler, "", "/metrics"); w.Code == 200 {
+		t.Error("/metrics is served on the public listener")
+	}
+}
+
+func TestReadyzNamesAnOpenBreaker(t *testing.T) {
+	a := newDemoApp(t)
+	if w := adminGet(t, a, "/readyz"); w.Code != 200 {
+		t.Fatalf("/readyz before: %d %s", w.Code, w.Body)
+	}
+	tripBreaker(t, a)
+	w := adminGet(t, a, "/readyz")
+	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "backend demo: circuit breaker open") {
+		t.Errorf("/readyz with an open breaker: %d %q, want 503 naming backend demo", w.Code, w.Body)
+	}
+	if w := adminGet(t, a, "/healthz"); w.Code != 200 {
+		t.Errorf("/healthz with an open breaker: %d, want 200 (the process is alive)", w.Code)
+	}
+}
+
+// TestCRMCallsCarryTraceparent wires a CRM backend at an httptest server
+// with tracing on: the request it receives carries the trace's traceparent.
+func TestCRMCallsCarryTraceparent(t *testing.T) {
+	got := make(chan string, 10)
+	crmSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("Traceparent")
+		http.Error(w, "down", http.StatusInternalServerError)
+	}))
+	defer crmSrv.Close()
+	src, err := os.ReadFile("../../config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	yaml := strings.Replace(string(src), `  demo:
+    kind: sqlite
+    dsn: "file:listingproxy-demo.db"
+    seed_demo: true             # create and fill the demo database on first start`, `  demo:
+    kind: crm
+    url: "`+crmSrv.URL+`"`, 1)
+	yaml = strings.Replace(yaml, "harbour: {backend: demo}", "harbour: {backend: demo, upstream_username: hb, upstream_password: pw}", 1)
+	yaml = strings.Replace(yaml, "summit:  {backend: demo}", "summit:  {backend: demo, upstream_username: sm, upstream_password: pw}", 1)
+	cfg, err := config.Parse("crm.yaml", []byte(yaml), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	a, err := buildWith(context.Background(), cfg, deps{log: slog.New(slog.DiscardHandler), now: time.Now, tracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	r := httptest.NewRequest("GET", "/au/properties/1.xml", nil)
+	r.SetBasicAuth("harbour", "harbour-demo")
+	r.Header.Set("Traceparent", parent)
+	a.handler.ServeHTTP(httptest.NewRecorder(), r)
+	select {
+	case tp := <-got:
+		if !strings.HasPrefix(tp, "00-4bf92f3577b34da6a3ce929d0e0e4736-") || tp == parent {
+			t.Errorf("CRM got traceparent %q, want a child in trace 4bf92f35…", tp)
+		}
+	default:
+		t.Fatal("the CRM was never called")
+	}
+	var names []string
+	for _, s := range exp.GetSpans() {
+		names = append(names, s.Name)
+	}
+	for _, want := range []string{"HTTP GET", "backend.GetProperty", "proxy.breaker", "cache.fill", "cache.lookup", "GET /{country}/properties/{file}"} {
+		if !strings.Contains(strings.Join(names, ","), want) {
+			t.Errorf("spans %v lack %s", names, want)
+		}
+	}
+}
+
+// TestShutdownDrainsInFlight starts a slow request, shuts down, and checks
+// that new connections are refused while the slow request still completes.
+func TestShutdownDrainsInFlight(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-release
+		io.WriteString(w, "finished")
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		srv := &http.Server{Handler: slow}
+		done <- serveUntil(ctx, []served{{srv, ln}}, time.Minute, nil, nil, slog.New(slog.DiscardHandler))
+	}()
+
+	type result struct {
+		body string
+		err  error
+	}
+	inflight := make(chan result, 1)
+	go func() {
+		resp, err := (&http.Client{Transport: &http.Transport{}}).Get("http://" + addr + "/slow")
+		if err != nil {
+			inflight <- result{err: err}
+			return
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		inflight <- result{string(b), err}
+	}()
+	<-entered
+	cancel() // as SIGTERM does
+
+	for { // the listener closes at once: new connections are refused
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			break
+		}
+		c.Close()
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("serveUntil returned %v while a request was in flight", err)
+	default:
+	}
+	close(release)
+	if r := <-inflight; r.err != nil || r.body != "finished" {
+		t.Errorf("in-flight request: body %q, err %v; want it to finish", r.body, r.err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("serveUntil = %v, want nil after a clean shutdown", err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// eventually polls cond until it holds, failing after a generous deadline.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+	}
+}
+
+// TestRunReloadsOnSIGHUPAndFlushesOnShutdown runs the service with the
+// stdout exporter, reloads a changed and then a broken config with SIGHUP,
+// and stops it: run returns nil and the request's spans were flushed.
+func TestRunReloadsOnSIGHUPAndFlushesOnShutdown(t *testing.T) {
+	path := demoConfig(t)
+	orig, _ := os.ReadFile(path)
+	traced := strings.Replace(string(orig), "exporter: none ", "exporter: stdout", 1)
+	if err := os.WriteFile(path, []byte(traced), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"listingproxy", "-config", path}, func(string) string { return "" }, nil, &stdout, &stderr)
+	}()
+	var base string
+	eventually(t, "run prints where it listens", func() bool {
+		m := listenLine.FindStringSubmatch(stdout.String())
+		if m != nil {
+			base = m[1]
+		}
+		return m != nil
+	})
+	client := &http.Client{Transport: &http.Transport{}}
+	status := func(user, pass string) int {
+		req, _ := http.NewRequest("GET", base+"/au/properties.json?limit=1", nil)
+		req.SetBasicAuth(user, pass)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := status("harbour", "harbour-demo"); got != 200 {
+		t.Fatalf("harbour before reload: %d", got)
+	}
+
+	// Drop the harbour user: after SIGHUP it is refused, summit still works.
+	dropped := strings.Replace(traced, `  - {username: harbour,         password_bcrypt`, `  # - {username: harbour,         password_bcrypt`, 1)
+	if err := os.WriteFile(path, []byte(dropped), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the reload drops user harbour", func() bool { return status("harbour", "harbour-demo") == 401 })
+	if got := status("summit", "summit-demo"); got != 200 {
+		t.Errorf("summit after reload: %d", got)
+	}
+
+	// A broken file is rejected with its reason; the running config stays.
+	if err := os.WriteFile(path, []byte(dropped+"\nnot_a_key: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the broken reload is logged", func() bool {
+		return strings.Contains(stderr.String(), "config reload rejected") && strings.Contains(stderr.String(), "not_a_key")
+	})
+	if got := status("summit", "summit-demo"); got != 200 {
+		t.Errorf("summit after a rejected reload: %d", got)
+	}
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run = %v after shutdown, want nil", err)
+	}
+	if out := stdout.String(); !strings.Contains(out, `"Name":"GET /{country}/properties.json"`) {
+		t.Errorf("the server spans were not flushed to stdout at shutdown:\n%.2000s", out)
+	}
+	logs := stderr.String()
+	if !strings.Contains(logs, `"msg":"request"`) || !strings.Contains(logs, `"route":"/{country}/properties.json"`) || !strings.Contains(logs, `"trace_id":"`) {
+		t.Errorf("no access line with route and trace id in the log:\n%.2000s", logs)
+	}
+	for _, leak := range []string{"harbour-demo", "summit-demo", "Basic ", "limit=1"} {
+		if strings.Contains(logs, leak) {
+			t.Errorf("log carries %q", leak)
+		}
+	}
+}
+
+// TestReloadBreakersAndRestartKeys: unchanged breaker settings keep the
+// breakers (an open one stays open); changed ones replace them; keys that
+// need a restart are reported, not applied.
+func TestReloadBreakersAndRestartKeys(t *testing.T) {
+	a := newDemoApp(t)
+	before := a.srv.Breakers()["demo"]
+	same := *a.cfg
+	same.Users = a.cfg.Users[1:]
+	if restart, err := a.reload(&same); err != nil || len(restart) != 0 {
+		t.Fatalf("reload = %v, %v; want no restart keys, no error", restart, err)
+	}
+	if a.srv.Breakers()["demo"] != before {
+		t.Error("unchanged breaker settings replaced the breaker")
+	}
+	changed := *a.cfg
+	changed.Breaker.Failures = 2
+	changed.Listen = "127.0.0.1:1"
+	restart, err := a.reload(&changed)
+	if err != nil || strings.Join(restart, ",") != "listen" {
+		t.Fatalf("reload = %v, %v; want restart keys [listen]", restart, err)
+	}
+	b := a.srv.Breakers()["demo"]
+	if b == before {
+		t.Fatal("changed breaker settings kept the old breaker")
+	}
+	for range 2 {
+		_ = b.Do(context.Background(), func(context.Context) error { return errors.New("down") })
+	}
+	if b.State().String() != "open" {
+		t.Errorf("new breaker after 2 failures: %s, want open (failures: 2 applied)", b.State())
+	}
+	if a.cfg.Listen == "127.0.0.1:1" {
+		t.Error("the running config records a listen address that was not applied")
+	}
+}
+
+// TestDemoMissTrace: on the SQL demo, a miss's backend span has the
+// store's per-statement spans (sql.<statement>) beneath it.
+func TestDemoMissTrace(t *testing.T) {
+	cfg, err := config.Load(demoConfig(t), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	a, err := buildWith(context.Background(), cfg, deps{log: slog.New(slog.DiscardHandler), now: func() time.Time { return goldenNow }, tracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	exp.Reset() // seeding
+	demoGet(t, a.handler, "harbour", "/au/properties.json?limit=2")
+	byID := map[string]string{}
+	for _, s := range exp.GetSpans() {
+		byID[s.SpanContext.SpanID().String()] = s.Name
+	}
+	sql := 0
+	for _, s := range exp.GetSpans() {
+		if strings.HasPrefix(s.Name, "sql.") {
+			sql++
+			if p := byID[s.Parent.SpanID().String()]; p != "backend.ListProperties" {
+				t.Errorf("%s is a child of %q, want backend.ListProperties", s.Name, p)
+			}
+		}
+	}
+	if sql == 0 {
+		t.Error("no sql.* statement spans under the backend span")
+	}
+}

@@ -1,0 +1,189 @@
+package telemetry
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"listingproxy/cache"
+)
+
+// Metrics is listingproxy's Prometheus metric set. Counters the cache and
+// the breakers already keep are read at scrape time (WatchCache,
+// WatchBreakers), so the hit path pays nothing for them; the rest are
+// updated by the middleware, the backend decorator and BreakerTransition.
+type Metrics struct {
+	reg prometheus.Registerer
+
+	// Requests counts answered HTTP requests by route, method and status.
+	Requests *prometheus.CounterVec
+	// RequestDuration observes request latency by route and method.
+	RequestDuration *prometheus.HistogramVec
+	// AuthFailures counts API requests with missing or wrong credentials.
+	AuthFailures prometheus.Counter
+	// BackendDuration observes backend call latency by backend and operation.
+	BackendDuration *prometheus.HistogramVec
+	// BackendErrors counts failed backend calls by backend, operation and
+	// reason (timeout, canceled, error). Answers such as "not found" are
+	// not errors.
+	BackendErrors *prometheus.CounterVec
+	// BreakerTransitions counts breaker state changes by backend, from and to.
+	BreakerTransitions *prometheus.CounterVec
+}
+
+// latencyBuckets span a memory hit (well under a millisecond) to a legacy
+// backend at its timeout.
+var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// NewMetrics creates the metric set and registers it, with the Go runtime
+// and process collectors, on reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		reg: reg,
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "listingproxy_http_requests_total",
+			Help: "HTTP requests answered, by route pattern, method and status code.",
+		}, []string{"route", "method", "status"}),
+		RequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "listingproxy_http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by route pattern and method.",
+			Buckets: latencyBuckets,
+		}, []string{"route", "method"}),
+		AuthFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "listingproxy_auth_failures_total",
+			Help: "API requests refused for missing or wrong credentials.",
+		}),
+		BackendDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "listingproxy_backend_request_duration_seconds",
+			Help:    "Backend call latency, by backend and operation.",
+			Buckets: latencyBuckets,
+		}, []string{"backend", "operation"}),
+		BackendErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "listingproxy_backend_errors_total",
+			Help: "Failed backend calls, by backend, operation and reason (timeout, canceled, error).",
+		}, []string{"backend", "operation", "reason"}),
+		BreakerTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "listingproxy_breaker_transitions_total",
+			Help: "Circuit breaker state changes, by backend and the states left and entered.",
+		}, []string{"backend", "from", "to"}),
+	}
+	for _, c := range []prometheus.Collector{
+		m.Requests, m.RequestDuration, m.AuthFailures, m.BackendDuration, m.BackendErrors, m.BreakerTransitions,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// BreakerTransition counts a breaker state change; it has the signature of
+// cache.BreakerOptions.OnStateChange (and is safe to call under its lock).
+func (m *Metrics) BreakerTransition(backend string, from, to cache.State) {
+	m.BreakerTransitions.WithLabelValues(backend, from.String(), to.String()).Inc()
+}
+
+// InitBreaker exports backend's transition counters at zero, so that rates
+// and alerts work before its first transition.
+func (m *Metrics) InitBreaker(backend string) {
+	for _, t := range [][2]cache.State{
+		{cache.StateClosed, cache.StateOpen}, {cache.StateOpen, cache.StateHalfOpen},
+		{cache.StateHalfOpen, cache.StateClosed}, {cache.StateHalfOpen, cache.StateOpen},
+	} {
+		m.BreakerTransitions.WithLabelValues(backend, t[0].String(), t[1].String())
+	}
+}
+
+// WatchCache registers the cache families, read from stats at each scrape.
+func (m *Metrics) WatchCache(stats func() cache.Stats) error {
+	return m.reg.Register(&cacheCollector{stats: stats})
+}
+
+// WatchBreakers registers listingproxy_breaker_state, read from the
+// breakers that breakers returns at each scrape (it may change after a
+// reload).
+func (m *Metrics) WatchBreakers(breakers func() map[string]*cache.Breaker) error {
+	return m.reg.Register(&breakerCollector{breakers: breakers})
+}
+
+var (
+	descCacheLookups = prometheus.NewDesc("listingproxy_cache_lookups_total",
+		"Cache lookups by outcome: hit, stale, stale-if-error, miss, negative, bypass.", []string{"outcome"}, nil)
+	descCacheErrors = prometheus.NewDesc("listingproxy_cache_errors_total",
+		"Lookups that found no body to serve (backend failure, open breaker, timeout).", nil, nil)
+	descCacheLoads = prometheus.NewDesc("listingproxy_cache_loader_calls_total",
+		"Backend fills run by the cache (foreground, background refresh, bypass).", nil, nil)
+	descCacheWaiters = prometheus.NewDesc("listingproxy_cache_coalesced_waiters_total",
+		"Lookups that joined a fill another request had started instead of calling the backend.", nil, nil)
+	descCacheRefreshes = prometheus.NewDesc("listingproxy_cache_refreshes_total",
+		"Background refreshes of stale entries started.", nil, nil)
+	descCacheBytes = prometheus.NewDesc("listingproxy_cache_bytes",
+		"Bytes held by the cache (bodies, gzip copies and overhead).", nil, nil)
+	descCacheMaxBytes = prometheus.NewDesc("listingproxy_cache_max_bytes",
+		"The cache's byte budget.", nil, nil)
+	descCacheEntries = prometheus.NewDesc("listingproxy_cache_entries",
+		"Entries held by the cache.", nil, nil)
+	descCacheEvictions = prometheus.NewDesc("listingproxy_cache_evictions_total",
+		"Entries evicted for room or expiry.", nil, nil)
+	descCacheRejects = prometheus.NewDesc("listingproxy_cache_admission_rejects_total",
+		"Entries refused at admission or too large to keep.", nil, nil)
+	descBreakerState = prometheus.NewDesc("listingproxy_breaker_state",
+		"1 for the state each backend's circuit breaker is in, 0 for the others.", []string{"backend", "state"}, nil)
+)
+
+type cacheCollector struct{ stats func() cache.Stats }
+
+func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descCacheLookups, descCacheErrors, descCacheLoads, descCacheWaiters, descCacheRefreshes,
+		descCacheBytes, descCacheMaxBytes, descCacheEntries, descCacheEvictions, descCacheRejects} {
+		ch <- d
+	}
+}
+
+func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.stats()
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge := func(d *prometheus.Desc, v int64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
+	}
+	for _, o := range []struct {
+		name string
+		v    uint64
+	}{
+		{cache.Hit.String(), st.Hits}, {cache.Stale.String(), st.Stale}, {cache.StaleIfError.String(), st.StaleIfError},
+		{cache.Miss.String(), st.Misses}, {cache.Negative.String(), st.Negative}, {cache.Bypass.String(), st.Bypass},
+	} {
+		counter(descCacheLookups, o.v, o.name)
+	}
+	counter(descCacheErrors, st.Errors)
+	counter(descCacheLoads, st.LoaderCalls)
+	counter(descCacheWaiters, st.Waiters)
+	counter(descCacheRefreshes, st.Refreshes)
+	gauge(descCacheBytes, st.Bytes)
+	gauge(descCacheMaxBytes, st.MaxBytes)
+	gauge(descCacheEntries, st.Entries+st.OverlayEntries)
+	counter(descCacheEvictions, st.Evictions)
+	counter(descCacheRejects, st.Rejections)
+}
+
+type breakerCollector struct {
+	breakers func() map[string]*cache.Breaker
+}
+
+func (c *breakerCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descBreakerState }
+
+func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
+	for name, b := range c.breakers() {
+		now := b.State()
+		for _, s := range []cache.State{cache.StateClosed, cache.StateHalfOpen, cache.StateOpen} {
+			v := 0.0
+			if s == now {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(descBreakerState, prometheus.GaugeValue, v, name, s.String())
+		}
+	}
+}

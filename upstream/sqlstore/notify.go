@@ -1,0 +1,101 @@
+package sqlstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// NotifyChannel is the PostgreSQL channel of change notifications (see
+// schema/postgres_notify.sql).
+const NotifyChannel = "listingproxy_changes"
+
+// AllTenants is the tenant Listen reports when it cannot tell which tenants
+// changed: after a TRUNCATE, and whenever the listener (re)connects, since
+// changes made while it was not listening were missed.
+const AllTenants = "*"
+
+// ErrNotifyUnsupported is returned by InstallNotify and Listen on engines
+// other than PostgreSQL.
+var ErrNotifyUnsupported = errors.New("sqlstore: change notifications need PostgreSQL")
+
+// InstallNotify installs (or replaces) the change-notification trigger of
+// schema/postgres_notify.sql on the store's tables. PostgreSQL only.
+func (s *Store) InstallNotify(ctx context.Context) error {
+	if _, ok := s.d.(postgresDialect); !ok {
+		return ErrNotifyUnsupported
+	}
+	text, err := schemas.ReadFile("schema/postgres_notify.sql")
+	if err != nil {
+		return fmt.Errorf("sqlstore: install notify: %w", err)
+	}
+	// Without arguments pgx sends the file as one simple-protocol query,
+	// which may hold several statements (and the function body's
+	// semicolons), exactly as psql -f would run it.
+	if _, err := s.db.ExecContext(ctx, string(text)); err != nil {
+		return fmt.Errorf("sqlstore: install notify: %w", err)
+	}
+	return nil
+}
+
+// Listen reports changes announced on NotifyChannel to fn: the tenants.name
+// of the changed tenant (or AllTenants) and the resource, "properties" or
+// "agents". It listens on a dedicated connection, reconnecting with
+// exponential backoff (100ms to 30s) after any failure, and calls fn with
+// AllTenants after each (re)connection, the first included: changes made
+// meanwhile were not seen, and the first call says listening has begun. fn
+// runs on the listener's goroutine and should be quick. Listen returns nil
+// when ctx ends, and ErrNotifyUnsupported at once on other engines.
+func (s *Store) Listen(ctx context.Context, fn func(tenant, resource string)) error {
+	if _, ok := s.d.(postgresDialect); !ok {
+		return ErrNotifyUnsupported
+	}
+	const minBackoff, maxBackoff = 100 * time.Millisecond, 30 * time.Second
+	backoff := minBackoff
+	for ctx.Err() == nil {
+		listening, err := s.listenOnce(ctx, fn)
+		if ctx.Err() != nil {
+			break
+		}
+		if listening {
+			backoff = minBackoff
+		}
+		s.log.Warn("sqlstore: change listener lost its connection; reconnecting", "error", err, "retry_in", backoff.String())
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+	return nil
+}
+
+// listenOnce connects, listens and reports until the connection fails or
+// ctx ends. listening says whether it got as far as LISTEN.
+func (s *Store) listenOnce(ctx context.Context, fn func(tenant, resource string)) (listening bool, err error) {
+	conn, err := pgx.Connect(ctx, s.dsn)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
+		return false, err
+	}
+	fn(AllTenants, "")
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return true, err
+		}
+		var msg struct{ Tenant, Resource string }
+		if err := json.Unmarshal([]byte(n.Payload), &msg); err != nil || msg.Tenant == "" {
+			s.log.Warn("sqlstore: ignoring a malformed change notification", "payload", n.Payload)
+			continue
+		}
+		fn(msg.Tenant, msg.Resource)
+	}
+}
