@@ -27,7 +27,7 @@ type dialect interface {
 	placeholder(n int) string
 	// orderTerm returns an ascending ORDER BY term for col with NULLs first;
 	// text columns compare byte-wise.
-	orderTerm(col string, text bool) string
+	orderTerm(col string, text, nullable bool) string
 	// likeEscape is the ESCAPE clause that makes backslash the LIKE escape
 	// character, as likePattern expects.
 	likeEscape() string
@@ -103,11 +103,11 @@ func (sqliteDialect) placeholder(int) string { return "?" }
 
 // SQLite sorts NULLs first in ascending order and compares text with BINARY
 // collation by default.
-func (sqliteDialect) orderTerm(col string, _ bool) string { return col }
-func (sqliteDialect) likeEscape() string                  { return ` ESCAPE '\'` }
-func (sqliteDialect) timeArg(t time.Time) any             { return t.UTC().Format(sqliteTimeLayout) }
-func (sqliteDialect) dateArg(date string) any             { return date }
-func (sqliteDialect) analyze() []string                   { return []string{"ANALYZE"} }
+func (sqliteDialect) orderTerm(col string, _, _ bool) string { return col }
+func (sqliteDialect) likeEscape() string                     { return ` ESCAPE '\'` }
+func (sqliteDialect) timeArg(t time.Time) any                { return t.UTC().Format(sqliteTimeLayout) }
+func (sqliteDialect) dateArg(date string) any                { return date }
+func (sqliteDialect) analyze() []string                      { return []string{"ANALYZE"} }
 
 // mysqlDialect is MySQL or MariaDB through github.com/go-sql-driver/mysql
 // with parseTime=true. Timestamps are DATETIME in UTC.
@@ -137,10 +137,10 @@ func (mysqlDialect) placeholder(int) string { return "?" }
 
 // MySQL sorts NULLs first in ascending order; text columns are declared
 // utf8mb4_bin, so they compare byte-wise.
-func (mysqlDialect) orderTerm(col string, _ bool) string { return col }
-func (mysqlDialect) likeEscape() string                  { return ` ESCAPE '\\'` }
-func (mysqlDialect) timeArg(t time.Time) any             { return t.UTC() }
-func (mysqlDialect) dateArg(date string) any             { return date }
+func (mysqlDialect) orderTerm(col string, _, _ bool) string { return col }
+func (mysqlDialect) likeEscape() string                     { return ` ESCAPE '\\'` }
+func (mysqlDialect) timeArg(t time.Time) any                { return t.UTC() }
+func (mysqlDialect) dateArg(date string) any                { return date }
 func (mysqlDialect) analyze() []string {
 	return []string{"ANALYZE TABLE tenants, agents, properties, property_agents, property_media, openhomes"}
 }
@@ -164,11 +164,16 @@ func (postgresDialect) placeholder(n int) string { return "$" + strconv.Itoa(n) 
 // PostgreSQL sorts NULLs last in ascending order unless told otherwise, and
 // compares text by the column's collation: both are made explicit, so a
 // legacy view with another collation still orders byte-wise.
-func (postgresDialect) orderTerm(col string, text bool) string {
+func (postgresDialect) orderTerm(col string, text, nullable bool) string {
 	if text {
-		return col + ` COLLATE "C" NULLS FIRST`
+		col += ` COLLATE "C"`
 	}
-	return col + " NULLS FIRST"
+	if nullable {
+		// Only where NULLs can be: NULLS FIRST on a NOT NULL column would
+		// still keep the planner from reading an ascending index in order.
+		col += " NULLS FIRST"
+	}
+	return col
 }
 func (postgresDialect) likeEscape() string      { return ` ESCAPE '\'` }
 func (postgresDialect) timeArg(t time.Time) any { return t.UTC() }

@@ -87,15 +87,39 @@ func (s *Store) properties(ctx context.Context, sc upstream.Scope, r propertyReq
 	return page, nil
 }
 
+// deepOffset is the offset from which a page is selected by a deferred
+// join (see propertyPageQuery).
+const deepOffset = 200
+
 // propertyPageQuery is the statement of a property page without geo.
+//
+// A deep page (offset >= deepOffset) is selected by a deferred join: the
+// inner query finds the page's ids, walking offset+limit entries of an index
+// that holds the filter and order columns and id (index-only: PostgreSQL's
+// indexes end with id, InnoDB's hold the primary key), and only the page's
+// rows are then read whole. Otherwise every skipped row would be read from
+// the table just to be thrown away.
 func (s *Store) propertyPageQuery(tenant int64, country string, r propertyRequest) (*query, error) {
 	q := newQuery(s.d)
-	q.add("SELECT ", propertyColumns, " FROM properties p")
+	if r.offset < deepOffset {
+		q.add("SELECT ", propertyColumns, " FROM properties p")
+		q.where(s.propertyConds(q, tenant, country, r.filter))
+		if err := q.orderBy(r.order, propertyOrder, "p.id"); err != nil {
+			return nil, err
+		}
+		q.limitOffset(r.limit, r.offset)
+		return q, nil
+	}
+	q.add("SELECT ", propertyColumns, " FROM (SELECT p.id FROM properties p")
 	q.where(s.propertyConds(q, tenant, country, r.filter))
 	if err := q.orderBy(r.order, propertyOrder, "p.id"); err != nil {
 		return nil, err
 	}
 	q.limitOffset(r.limit, r.offset)
+	q.add(") page JOIN properties p ON p.id = page.id")
+	if err := q.orderBy(r.order, propertyOrder, "p.id"); err != nil {
+		return nil, err
+	}
 	return q, nil
 }
 

@@ -65,7 +65,7 @@ func (q *query) orderBy(fields []string, columns map[string]orderColumn, idColum
 		if !ok {
 			return fmt.Errorf("unknown order field %q", f)
 		}
-		terms = append(terms, q.d.orderTerm(c.expr, c.text))
+		terms = append(terms, q.d.orderTerm(c.expr, c.text, c.nullable))
 		if c.expr == idColumn {
 			hasID = true
 			break // id is unique: later terms cannot matter
@@ -86,30 +86,31 @@ func (q *query) String() string { return q.b.String() }
 
 // orderColumn is the SQL expression behind an order field.
 type orderColumn struct {
-	expr string
-	text bool // compared byte-wise
+	expr     string
+	text     bool // compared byte-wise
+	nullable bool // NULL in the contract (NOT NULL columns must not hold NULL: they scan into Go values)
 }
 
 // propertyOrder maps the property order fields of normalize to columns.
 var propertyOrder = map[string]orderColumn{
-	"id":            {"p.id", false},
-	"agency_id":     {"p.agency_id", true},
-	"status":        {"p.status", true},
-	"approved":      {"p.approved", false},
-	"last_updated":  {"p.last_updated", false},
-	"price":         {"p.price_from", false},
-	"bedrooms":      {"p.bedrooms", false},
-	"bathrooms":     {"p.bathrooms", false},
-	"suburb":        {"p.suburb", true},
-	"category":      {"p.category", true},
-	"property_type": {"p.property_type", true},
+	"id":            {"p.id", false, false},
+	"agency_id":     {"p.agency_id", true, false},
+	"status":        {"p.status", true, false},
+	"approved":      {"p.approved", false, true},
+	"last_updated":  {"p.last_updated", false, false},
+	"price":         {"p.price_from", false, true},
+	"bedrooms":      {"p.bedrooms", false, true},
+	"bathrooms":     {"p.bathrooms", false, true},
+	"suburb":        {"p.suburb", true, false},
+	"category":      {"p.category", true, false},
+	"property_type": {"p.property_type", true, false},
 }
 
 // agentOrder maps the agent order fields of normalize to columns.
 var agentOrder = map[string]orderColumn{
-	"id":       {"a.id", false},
-	"name":     {"a.name", true},
-	"username": {"a.username", true},
+	"id":       {"a.id", false, false},
+	"name":     {"a.name", true, false},
+	"username": {"a.username", true, false},
 }
 
 // likePattern returns a LIKE pattern matching s anywhere, with the wildcards

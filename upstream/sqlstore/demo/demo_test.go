@@ -368,3 +368,29 @@ func (s *countSink) Property(Property) error           { s.properties++; return 
 func (s *countSink) PropertyAgent(PropertyAgent) error { return nil }
 func (s *countSink) Media(Media) error                 { return nil }
 func (s *countSink) OpenHome(OpenHome) error           { return nil }
+
+// TestLargeAgentBlocks checks that blocks with more agents than there are
+// plain first x last names still get distinct names per block and distinct
+// usernames per tenant (the 1M-property benchmark has 5,000 per block).
+func TestLargeAgentBlocks(t *testing.T) {
+	ds, err := Collect(Options{PropertiesPerTenantCountry: 1, AgentsPerTenantCountry: 2000, Now: testNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	usernames := map[string]bool{}
+	for _, a := range ds.Agents {
+		name := fmt.Sprint(a.TenantID, a.Country, a.Name)
+		user := fmt.Sprint(a.TenantID, a.Username)
+		if names[name] || usernames[user] {
+			t.Fatalf("agent %d: duplicate name %q or username %q", a.ID, a.Name, a.Username)
+		}
+		names[name], usernames[user] = true, true
+		if strings.Contains(a.Username, "..") || strings.Contains(a.Username, " ") {
+			t.Errorf("agent %d: username %q", a.ID, a.Username)
+		}
+	}
+	if len(ds.Agents) != 8000 {
+		t.Errorf("%d agents, want 8000", len(ds.Agents))
+	}
+}
