@@ -139,10 +139,10 @@ type Server struct {
 
 // Telemetry configures tracing.
 type Telemetry struct {
-	ServiceName  string  `yaml:"service_name"`  // default listingproxy
-	Exporter     string  `yaml:"exporter"`      // none, stdout, otlp-http or otlp-grpc; default none
-	OTLPEndpoint string  `yaml:"otlp_endpoint"` // host:port; default from OTEL_EXPORTER_OTLP_ENDPOINT
-	SampleRatio  float64 `yaml:"sample_ratio"`  // default 1.0
+	ServiceName  string   `yaml:"service_name"`  // default listingproxy
+	Exporter     string   `yaml:"exporter"`      // none, stdout, otlp-http or otlp-grpc; default none
+	OTLPEndpoint string   `yaml:"otlp_endpoint"` // host:port; default from OTEL_EXPORTER_OTLP_ENDPOINT
+	SampleRatio  *float64 `yaml:"sample_ratio"`  // default 1.0; 0 samples no new traces
 }
 
 // Log configures logging.

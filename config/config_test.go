@@ -143,3 +143,21 @@ func TestMissingFile(t *testing.T) {
 		t.Errorf("error = %v, want it to name the file", err)
 	}
 }
+
+func TestSampleRatioZeroIsKept(t *testing.T) {
+	src := "backends: {d: {kind: sqlite, dsn: x}}\ntenants: {a: {backend: d}}\n"
+	cfg, err := config.Parse("c.yaml", []byte(src), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := *cfg.Telemetry.SampleRatio; got != 1 {
+		t.Errorf("default sample_ratio = %v, want 1", got)
+	}
+	cfg, err = config.Parse("c.yaml", []byte(src+"telemetry: {sample_ratio: 0}\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := *cfg.Telemetry.SampleRatio; got != 0 {
+		t.Errorf("sample_ratio 0 became %v, want 0 (no sampling)", got)
+	}
+}

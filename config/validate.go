@@ -104,8 +104,9 @@ func (c *Config) ApplyDefaults() {
 	defD(&c.Server.ShutdownGrace, 20*time.Second)
 	def(&c.Telemetry.ServiceName, "listingproxy")
 	def(&c.Telemetry.Exporter, "none")
-	if c.Telemetry.SampleRatio == 0 {
-		c.Telemetry.SampleRatio = 1
+	if c.Telemetry.SampleRatio == nil {
+		one := 1.0
+		c.Telemetry.SampleRatio = &one
 	}
 	def(&c.Log.Level, "info")
 	def(&c.Log.Format, "auto")
@@ -253,7 +254,7 @@ func (c *Config) validate() []problem {
 	default:
 		add("telemetry.exporter", "unknown exporter %q (want none, stdout, otlp-http or otlp-grpc)", c.Telemetry.Exporter)
 	}
-	if c.Telemetry.SampleRatio < 0 || c.Telemetry.SampleRatio > 1 {
+	if r := *c.Telemetry.SampleRatio; r < 0 || r > 1 {
 		add("telemetry.sample_ratio", "must be between 0 and 1")
 	}
 	switch c.Log.Level {

@@ -85,7 +85,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	if tp == nil {
 		a.tracing, err = telemetry.NewTracing(ctx, telemetry.TraceOptions{
 			ServiceName: cfg.Telemetry.ServiceName, Exporter: cfg.Telemetry.Exporter, Endpoint: cfg.Telemetry.OTLPEndpoint,
-			SampleRatio: cfg.Telemetry.SampleRatio, Stdout: cmpWriter(d.stdout), Getenv: cmpGetenv(d.getenv),
+			SampleRatio: *cfg.Telemetry.SampleRatio, Stdout: cmpWriter(d.stdout), Getenv: cmpGetenv(d.getenv),
 		})
 		if err != nil {
 			return nil, err

@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"fmt"
 	"reflect"
 	"regexp"
 	"strings"
