@@ -28,90 +28,64 @@ const (
 // that is an error body (not found, criteria rejected by the backend).
 type loader func(ctx context.Context) (body []byte, negative bool, err error)
 
-func (s *Server) listProperties(w http.ResponseWriter, r *request) error {
-	c, err := s.criteria(r, normalize.Properties, normalize.ParseProperties)
-	if err != nil {
-		return err
-	}
-	t, f, o := r.who.tenant, r.format, s.renderOptions(r, c.Detail())
-	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
-	return s.serve(w, r, resProperties, c.Key(), func(ctx context.Context) ([]byte, bool, error) {
-		var ps []upstream.Property
-		err := s.call(ctx, r, func(ctx context.Context) (err error) {
-			ps, err = t.Backend.ListProperties(ctx, scope, c)
-			return err
-		})
+// listEndpoint makes the handler of a list resource: canonical criteria (or
+// the spec's error list), then the cache, filled by one backend call whose
+// result is rendered once.
+func listEndpoint[T any](s *Server, res normalize.Resource, name string,
+	parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors),
+	list func(upstream.Backend, context.Context, upstream.Scope, normalize.Criteria) ([]T, error),
+	appendList func([]byte, render.Format, []T, render.Options) []byte,
+) apiHandler {
+	return func(w http.ResponseWriter, r *request) error {
+		c, err := s.criteria(r, res, parse)
 		if err != nil {
-			return answerOrFail(f, err)
+			return err
 		}
-		return render.AppendPropertyList(nil, f, ps, o), false, nil
-	})
+		t, f, o := r.who.tenant, r.format, s.renderOptions(r, c.Detail())
+		scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
+		return s.serve(w, r, name, c.Key(), func(ctx context.Context) ([]byte, bool, error) {
+			var items []T
+			err := s.call(ctx, r, func(ctx context.Context) (err error) {
+				items, err = list(t.Backend, ctx, scope, c)
+				return err
+			})
+			if err != nil {
+				return answerOrFail(f, err)
+			}
+			return appendList(nil, f, items, o), false, nil
+		})
+	}
 }
 
-func (s *Server) listAgents(w http.ResponseWriter, r *request) error {
-	c, err := s.criteria(r, normalize.Agents, normalize.ParseAgents)
-	if err != nil {
-		return err
-	}
-	t, f, o := r.who.tenant, r.format, s.renderOptions(r, c.Detail())
-	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
-	return s.serve(w, r, resAgents, c.Key(), func(ctx context.Context) ([]byte, bool, error) {
-		var as []upstream.Agent
-		err := s.call(ctx, r, func(ctx context.Context) (err error) {
-			as, err = t.Backend.ListAgents(ctx, scope, c)
-			return err
-		})
+// singleEndpoint makes the handler of a single resource (always full
+// detail); label names the resource in the not-found message.
+func singleEndpoint[T any](s *Server, name, label string,
+	get func(upstream.Backend, context.Context, upstream.Scope, int64) (T, error),
+	appendOne func([]byte, render.Format, *T, render.Options) []byte,
+) apiHandler {
+	return func(w http.ResponseWriter, r *request) error {
+		id, err := s.singleID(r)
 		if err != nil {
-			return answerOrFail(f, err)
-		}
-		return render.AppendAgentList(nil, f, as, o), false, nil
-	})
-}
-
-func (s *Server) getProperty(w http.ResponseWriter, r *request) error {
-	id, err := s.singleID(r)
-	if err != nil {
-		return err
-	}
-	t, f, o := r.who.tenant, r.format, s.renderOptions(r, normalize.Full)
-	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
-	return s.serve(w, r, resProperty, strconv.FormatInt(id, 10), func(ctx context.Context) ([]byte, bool, error) {
-		var p upstream.Property
-		err := s.call(ctx, r, func(ctx context.Context) (err error) {
-			p, err = t.Backend.GetProperty(ctx, scope, id)
 			return err
+		}
+		t, f, o := r.who.tenant, r.format, s.renderOptions(r, normalize.Full)
+		scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
+		sid := strconv.FormatInt(id, 10)
+		return s.serve(w, r, name, sid, func(ctx context.Context) ([]byte, bool, error) {
+			var item T
+			err := s.call(ctx, r, func(ctx context.Context) (err error) {
+				item, err = get(t.Backend, ctx, scope, id)
+				return err
+			})
+			if errors.Is(err, upstream.ErrNotFound) {
+				return render.AppendError(nil, f, label+" with ID "+sid+" not found"), true, nil
+			}
+			if err != nil {
+				return answerOrFail(f, err)
+			}
+			return appendOne(nil, f, &item, o), false, nil
 		})
-		if errors.Is(err, upstream.ErrNotFound) {
-			return render.AppendError(nil, f, "Property with ID "+strconv.FormatInt(id, 10)+" not found"), true, nil
-		}
-		if err != nil {
-			return answerOrFail(f, err)
-		}
-		return render.AppendProperty(nil, f, &p, o), false, nil
-	})
-}
-
-func (s *Server) getAgent(w http.ResponseWriter, r *request) error {
-	id, err := s.singleID(r)
-	if err != nil {
-		return err
 	}
-	t, f, o := r.who.tenant, r.format, s.renderOptions(r, normalize.Full)
-	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
-	return s.serve(w, r, resAgent, strconv.FormatInt(id, 10), func(ctx context.Context) ([]byte, bool, error) {
-		var a upstream.Agent
-		err := s.call(ctx, r, func(ctx context.Context) (err error) {
-			a, err = t.Backend.GetAgent(ctx, scope, id)
-			return err
-		})
-		if errors.Is(err, upstream.ErrNotFound) {
-			return render.AppendError(nil, f, "Agent with ID "+strconv.FormatInt(id, 10)+" not found"), true, nil
-		}
-		if err != nil {
-			return answerOrFail(f, err)
-		}
-		return render.AppendAgent(nil, f, &a, o), false, nil
-	})
 }
 
 // criteria returns the canonical criteria of the request's query, from the

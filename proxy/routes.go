@@ -4,21 +4,29 @@ import (
 	"net/http"
 	"path"
 
+	"listingproxy/normalize"
 	"listingproxy/proxy/render"
+	"listingproxy/upstream"
 )
 
 // routes registers every route of the listing API. GET patterns also answer
 // HEAD. The same paths without a method answer 405 for other methods, and
 // every other path answers 404, both with the spec's single-error body.
 func (s *Server) routes() {
+	listProperties := listEndpoint(s, normalize.Properties, resProperties, normalize.ParseProperties,
+		upstream.Backend.ListProperties, render.AppendPropertyList)
+	listAgents := listEndpoint(s, normalize.Agents, resAgents, normalize.ParseAgents,
+		upstream.Backend.ListAgents, render.AppendAgentList)
+	getProperty := singleEndpoint(s, resProperty, "Property", upstream.Backend.GetProperty, render.AppendProperty)
+	getAgent := singleEndpoint(s, resAgent, "Agent", upstream.Backend.GetAgent, render.AppendAgent)
 	for _, ext := range []string{"xml", "json"} {
-		s.mux.Handle("GET /{country}/properties."+ext, s.api(formatOf(ext), s.listProperties))
-		s.mux.Handle("GET /{country}/agents."+ext, s.api(formatOf(ext), s.listAgents))
+		s.mux.Handle("GET /{country}/properties."+ext, s.api(formatOf(ext), listProperties))
+		s.mux.Handle("GET /{country}/agents."+ext, s.api(formatOf(ext), listAgents))
 		s.mux.Handle("/{country}/properties."+ext, s.methodNotAllowed())
 		s.mux.Handle("/{country}/agents."+ext, s.methodNotAllowed())
 	}
-	s.mux.Handle("GET /{country}/properties/{file}", s.single(s.getProperty))
-	s.mux.Handle("GET /{country}/agents/{file}", s.single(s.getAgent))
+	s.mux.Handle("GET /{country}/properties/{file}", s.single(getProperty))
+	s.mux.Handle("GET /{country}/agents/{file}", s.single(getAgent))
 	s.mux.Handle("/{country}/properties/{file}", s.methodNotAllowed())
 	s.mux.Handle("/{country}/agents/{file}", s.methodNotAllowed())
 	s.mux.Handle("/", s.notFound())
