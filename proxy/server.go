@@ -69,9 +69,10 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 	// Observe, when set, is called once per API request after the response
 	// is written, with what only the proxy knows (tenant, cache outcome).
-	// ctx is the request's context. It runs on the request's goroutine and
-	// should be quick. Default: nothing.
-	Observe func(ctx context.Context, info RequestInfo)
+	// w is the ResponseWriter the proxy was given (middleware outside the
+	// proxy finds its own writer by unwrapping it). It runs on the request's
+	// goroutine and should be quick. Default: nothing.
+	Observe func(w http.ResponseWriter, info RequestInfo)
 }
 
 // RequestInfo is what the proxy reports about an answered API request, for
@@ -111,7 +112,7 @@ type Server struct {
 	mux       *http.ServeMux
 	memo      criteriaMemo
 	tracer    trace.Tracer // nil: no spans
-	observe   func(context.Context, RequestInfo)
+	observe   func(http.ResponseWriter, RequestInfo)
 
 	// live holds what Reload may replace. A request loads it once and
 	// uses that snapshot throughout, so a reload never mixes old users with
@@ -275,7 +276,7 @@ func (s *Server) api(format render.Format, h apiHandler) http.Handler {
 			if rq.who != nil {
 				info.Tenant, info.Backend = rq.who.tenant.Name, rq.who.tenant.BackendName
 			}
-			s.observe(rq.ctx, info)
+			s.observe(w, info)
 		}
 	})
 }

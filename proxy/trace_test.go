@@ -246,7 +246,7 @@ func TestReloadUnderLoad(t *testing.T) {
 func TestObserve(t *testing.T) {
 	var mu sync.Mutex
 	var got []proxy.RequestInfo
-	s := newServer(t, newFake(), proxy.Options{Cache: newCache(t), Observe: func(_ context.Context, i proxy.RequestInfo) {
+	s := newServer(t, newFake(), proxy.Options{Cache: newCache(t), Observe: func(_ http.ResponseWriter, i proxy.RequestInfo) {
 		mu.Lock()
 		got = append(got, i)
 		mu.Unlock()

@@ -23,13 +23,21 @@ type Annotation struct {
 	AuthFailed bool   // missing or wrong credentials
 }
 
-type annotationKey struct{}
-
-// Annotate records a for the access line and metrics of the request whose
-// context is ctx. It does nothing outside Middleware.
-func Annotate(ctx context.Context, a Annotation) {
-	if rec, ok := ctx.Value(annotationKey{}).(*recorder); ok {
-		rec.note = a
+// Annotate records a for the access line and metrics of the request
+// answered through w, which is Middleware's writer or wraps it (found by
+// Unwrap). It does nothing outside Middleware. Going through the writer
+// rather than the context spares every request a copy of *http.Request.
+func Annotate(w http.ResponseWriter, a Annotation) {
+	for w != nil {
+		if rec, ok := w.(*recorder); ok {
+			rec.note = a
+			return
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return
+		}
+		w = u.Unwrap()
 	}
 }
 
@@ -48,7 +56,6 @@ func Middleware(log *slog.Logger, m *Metrics) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			rec := &recorder{ResponseWriter: w}
-			r = r.WithContext(context.WithValue(r.Context(), annotationKey{}, rec))
 			next.ServeHTTP(rec, r)
 			if rec.status == 0 {
 				rec.status = http.StatusOK // nothing written: net/http sends 200
@@ -67,7 +74,7 @@ func Middleware(log *slog.Logger, m *Metrics) func(http.Handler) http.Handler {
 					m.AuthFailures.Inc()
 				}
 			}
-			if log == nil {
+			if log == nil || !log.Enabled(r.Context(), slog.LevelInfo) {
 				return
 			}
 			attrs := []slog.Attr{

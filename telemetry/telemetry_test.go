@@ -97,14 +97,14 @@ func TestMiddleware(t *testing.T) {
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{country}/agents/{file}", func(w http.ResponseWriter, r *http.Request) {
-		telemetry.Annotate(r.Context(), telemetry.Annotation{Tenant: "harbour", Cache: "hit"})
+		telemetry.Annotate(w, telemetry.Annotation{Tenant: "harbour", Cache: "hit"})
 		if err := http.NewResponseController(w).Flush(); err != nil { // reaches the recorder through Unwrap
 			t.Errorf("Flush: %v", err)
 		}
 		io.WriteString(w, "hello")
 	})
 	mux.HandleFunc("GET /denied", func(w http.ResponseWriter, r *http.Request) {
-		telemetry.Annotate(r.Context(), telemetry.Annotation{AuthFailed: true})
+		telemetry.Annotate(w, telemetry.Annotation{AuthFailed: true})
 		w.WriteHeader(http.StatusUnauthorized)
 	})
 	h := telemetry.ServerHandler(telemetry.Middleware(log, m)(mux), tp)

@@ -130,8 +130,8 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 
 	opts := proxy.Options{
 		Countries: zones, MaxResults: cfg.MaxResults, Now: now, Logger: log, TracerProvider: tp,
-		Observe: func(ctx context.Context, i proxy.RequestInfo) {
-			telemetry.Annotate(ctx, telemetry.Annotation{Tenant: i.Tenant, Cache: i.Cache, AuthFailed: i.AuthFailed})
+		Observe: func(w http.ResponseWriter, i proxy.RequestInfo) {
+			telemetry.Annotate(w, telemetry.Annotation{Tenant: i.Tenant, Cache: i.Cache, AuthFailed: i.AuthFailed})
 		},
 	}
 	if !cfg.Cache.Disabled {

@@ -383,6 +383,8 @@ func oracleCases(ds *demo.Dataset) []oracleCase {
 		{name: "geo tiny", query: geoQuery(p1.Latitude, p1.Longitude, 0.001), nonEmpty: true},
 		{name: "geo large", query: geoQuery(-33.8688, 151.2093, 1000), nonEmpty: true},
 		{name: "geo paged", query: geoQuery(-33.8688, 151.2093, 150) + "&order=price&limit=7&offset=3", nonEmpty: true},
+		{name: "geo paged by id", query: geoQuery(-33.8688, 151.2093, 150) + "&limit=7&offset=3", nonEmpty: true},
+		{name: "geo past the hits", query: geoQuery(-33.8688, 151.2093, 150) + "&offset=100000"},
 		{name: "geo nothing", query: geoQuery(0, 0, 100)},
 		{name: "geo status full", query: geoQuery(-37.8136, 144.9631, 200) + "&status=current&detail=full&order=approved", nonEmpty: true},
 		{name: "combo residential current by price", query: "category=residential&status=current&order=price&limit=50", nonEmpty: true},

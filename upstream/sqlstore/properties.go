@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	"listingproxy/normalize"
@@ -102,7 +103,7 @@ const deepOffset = 200
 func (s *Store) propertyPageQuery(tenant int64, country string, r propertyRequest) (*query, error) {
 	q := newQuery(s.d)
 	if r.offset < deepOffset {
-		q.add("SELECT ", propertyColumns, " FROM properties p")
+		q.add("SELECT ", propertyColumns, " FROM ", s.propertiesFrom())
 		q.where(s.propertyConds(q, tenant, country, r.filter))
 		if err := q.orderBy(r.order, propertyOrder, "p.id"); err != nil {
 			return nil, err
@@ -110,7 +111,7 @@ func (s *Store) propertyPageQuery(tenant int64, country string, r propertyReques
 		q.limitOffset(r.limit, r.offset)
 		return q, nil
 	}
-	q.add("SELECT ", propertyColumns, " FROM (SELECT p.id FROM properties p")
+	q.add("SELECT ", propertyColumns, " FROM (SELECT p.id FROM ", s.propertiesFrom())
 	q.where(s.propertyConds(q, tenant, country, r.filter))
 	if err := q.orderBy(r.order, propertyOrder, "p.id"); err != nil {
 		return nil, err
@@ -124,15 +125,27 @@ func (s *Store) propertyPageQuery(tenant int64, country string, r propertyReques
 }
 
 // geoCandidatesQuery is the statement of a geo search: the ids and
-// positions in the bounding box, in the requested order.
+// positions in the bounding box, in the requested order. Ordered by id
+// alone (the default), it leaves the order to Go: sorting the few ids
+// within the radius there is cheaper than having the engine sort every
+// candidate of the box, which at a million properties is half the
+// statement's time.
 func (s *Store) geoCandidatesQuery(tenant int64, country string, r propertyRequest) (*query, error) {
 	q := newQuery(s.d)
-	q.add("SELECT p.id, p.latitude, p.longitude FROM properties p")
+	q.add("SELECT p.id, p.latitude, p.longitude FROM ", s.propertiesFrom())
 	q.where(s.propertyConds(q, tenant, country, r.filter))
+	if idOrder(r.order) {
+		return q, nil
+	}
 	if err := q.orderBy(r.order, propertyOrder, "p.id"); err != nil {
 		return nil, err
 	}
 	return q, nil
+}
+
+// idOrder reports an order by id alone.
+func idOrder(order []string) bool {
+	return len(order) == 0 || order[0] == "id"
 }
 
 // propertyConds returns the WHERE conditions of a property filter, in text
@@ -222,6 +235,7 @@ func (s *Store) geoPage(ctx context.Context, tenant int64, country string, r pro
 	}
 	var ids []int64
 	skip := r.offset
+	byIDOnly := idOrder(r.order)
 	err = s.each(ctx, "geo_candidates", q, func(rows *sql.Rows) error {
 		var id int64
 		var lat, long float64
@@ -229,6 +243,10 @@ func (s *Store) geoPage(ctx context.Context, tenant int64, country string, r pro
 			return err
 		}
 		if DistanceKm(g.Lat, g.Long, lat, long) > g.RadiusKm {
+			return nil
+		}
+		if byIDOnly { // unordered: keep every hit, page below
+			ids = append(ids, id)
 			return nil
 		}
 		if skip > 0 {
@@ -243,6 +261,11 @@ func (s *Store) geoPage(ctx context.Context, tenant int64, country string, r pro
 	})
 	if err != nil {
 		return nil, err
+	}
+	if byIDOnly {
+		slices.Sort(ids)
+		ids = ids[min(r.offset, len(ids)):]
+		ids = ids[:min(r.limit, len(ids))]
 	}
 	if len(ids) == 0 {
 		return []upstream.Property{}, nil

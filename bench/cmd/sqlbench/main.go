@@ -30,19 +30,40 @@ import (
 	"listingproxy/upstream/sqlstore"
 )
 
-// mix is the fixed query mix: every list query a client makes often, each
-// for a 20-result page.
-var mix = []struct{ name, resource, query string }{
-	{"id", "properties", "id=123456"},
-	{"agency_id", "properties", "agency_id=HB-AU-123456"},
-	{"status+category", "properties", "status=current&category=commercial"},
-	{"price range", "properties", "price_from=500000&price_to=600000"},
-	{"bedrooms", "properties", "bedrooms=4"},
-	{"geo 5 km", "properties", "geo[lat]=-33.8915&geo[long]=151.2767&geo[rad]=5"},
-	{"agent_id", "properties", "agent_id=2500"},
-	{"approved range", "properties", "approved_from=20240101&approved_to=20240331"},
-	{"order+offset", "properties", "order=price&offset=10000"},
-	{"agent name", "agents", "name=smith"},
+// scope is a tenant and country of the demo, and what the mix needs to know
+// about it: the demo numbers properties and agents block by block (harbour
+// au, harbour nz, summit au, summit nz), so the first block's ids come first
+// in every primary key and the last block's last.
+type scope struct {
+	tenant, country string
+	block           int    // 0..3
+	prefix          string // agency id prefix
+	lat, long       float64
+}
+
+var scopes = map[string]scope{
+	"harbour/au": {"harbour", "au", 0, "HB-AU", -33.8915, 151.2767}, // Bondi
+	"harbour/nz": {"harbour", "nz", 1, "HB-NZ", -36.8547, 174.7436}, // Ponsonby
+	"summit/au":  {"summit", "au", 2, "SM-AU", -33.8915, 151.2767},
+	"summit/nz":  {"summit", "nz", 3, "SM-NZ", -36.8547, 174.7436},
+}
+
+// mix is the fixed query mix for a scope: every list query a client makes
+// often, each for a 20-result page (limit=20 is added).
+func mix(sc scope, perBlockProps, perBlockAgents int) []struct{ name, resource, query string } {
+	i := perBlockProps / 2 // a property and an agent from the middle of the block
+	return []struct{ name, resource, query string }{
+		{"id", "properties", fmt.Sprintf("id=%d", sc.block*perBlockProps+i)},
+		{"agency_id", "properties", fmt.Sprintf("agency_id=%s-%05d", sc.prefix, i)},
+		{"status+category", "properties", "status=current&category=commercial"},
+		{"price range", "properties", "price_from=500000&price_to=600000"},
+		{"bedrooms", "properties", "bedrooms=4"},
+		{"geo 5 km", "properties", fmt.Sprintf("geo[lat]=%g&geo[long]=%g&geo[rad]=5", sc.lat, sc.long)},
+		{"agent_id", "properties", fmt.Sprintf("agent_id=%d", sc.block*perBlockAgents+perBlockAgents/2)},
+		{"approved range", "properties", "approved_from=20240101&approved_to=20240331"},
+		{"order+offset", "properties", "order=price&offset=10000"},
+		{"agent name", "agents", "name=smith"},
+	}
 }
 
 func main() {
@@ -54,33 +75,43 @@ func main() {
 
 type result struct {
 	p50, p99 time.Duration
-	rows     int
-	plan     string
-	scans    bool // the plan reads the whole properties table
+	rows     int      // the smallest page over the scopes
+	plans    []string // one per scope
+	scans    bool     // a plan may read the whole properties table
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("sqlbench", flag.ContinueOnError)
 	cfgPath := fs.String("config", "", "configuration file naming the backends (required)")
 	names := fs.String("backends", "", "comma-separated SQL backends of the configuration (required)")
-	n := fs.Int("n", 200, "timed iterations per query and backend")
-	warmup := fs.Int("warmup", 10, "untimed iterations per query and backend first")
-	tenant := fs.String("tenant", "harbour", "backend tenant (tenants.name)")
-	country := fs.String("country", "au", "country")
+	n := fs.Int("n", 200, "timed iterations per query, backend and scope")
+	warmup := fs.Int("warmup", 10, "untimed iterations per query, backend and scope first")
+	scopeList := fs.String("scopes", "harbour/au,summit/nz", "tenant/country scopes; each query runs in each, and p50/p99 are over all runs")
+	properties := fs.Int("properties", 1000000, "total properties the backends were seeded with")
+	agents := fs.Int("agents", 20000, "total agents the backends were seeded with")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *cfgPath == "" || *names == "" || *n < 1 {
 		return fmt.Errorf("-config and -backends are required, -n at least 1")
 	}
+	var scs []scope
+	for _, name := range strings.Split(*scopeList, ",") {
+		sc, ok := scopes[name]
+		if !ok {
+			return fmt.Errorf("unknown scope %q (want tenant/country of the demo, e.g. harbour/au)", name)
+		}
+		scs = append(scs, sc)
+	}
 	cfg, err := config.Load(*cfgPath, os.Getenv)
 	if err != nil {
 		return err
 	}
 	backends := strings.Split(*names, ",")
-	results := map[string][]result{}
 	kinds := map[string]string{}
-	sc := upstream.Scope{Tenant: *tenant, Country: *country}
+	results := map[string][]result{} // by backend, in mix order
+	perProps, perAgents := *properties/4, *agents/4
+	queries := mix(scs[0], perProps, perAgents)
 	for _, name := range backends {
 		b, ok := cfg.Backends[name]
 		if !ok {
@@ -91,38 +122,57 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("backend %s: %w", name, err)
 		}
-		for _, m := range mix {
-			c, err := parse(m.resource, m.query)
-			if err != nil {
-				st.Close()
-				return fmt.Errorf("%s: %w", m.name, err)
+		for qi := range queries {
+			var r result
+			var lat []time.Duration
+			for _, sc := range scs {
+				m := mix(sc, perProps, perAgents)[qi]
+				c, err := parse(m.resource, m.query)
+				if err != nil {
+					st.Close()
+					return fmt.Errorf("%s: %w", m.name, err)
+				}
+				us := upstream.Scope{Tenant: sc.tenant, Country: sc.country}
+				l, rows, err := measure(ctx, st, us, c, *warmup, *n)
+				if err != nil {
+					st.Close()
+					return fmt.Errorf("backend %s: %s %s: %w", name, sc.tenant, m.name, err)
+				}
+				lat = append(lat, l...)
+				if len(r.plans) == 0 || rows < r.rows {
+					r.rows = rows
+				}
+				plan, err := st.Explain(ctx, us, c)
+				if err != nil {
+					st.Close()
+					return fmt.Errorf("backend %s: %s: %w", name, m.name, err)
+				}
+				r.plans = append(r.plans, fmt.Sprintf("%s/%s, %s:\n%s", sc.tenant, sc.country, m.query, plan))
+				r.scans = r.scans || fullScan(b.Kind, plan)
 			}
-			r, err := measure(ctx, st, sc, c, *warmup, *n)
-			if err != nil {
-				st.Close()
-				return fmt.Errorf("backend %s: %s: %w", name, m.name, err)
-			}
-			if r.plan, err = st.Explain(ctx, sc, c); err != nil {
-				st.Close()
-				return fmt.Errorf("backend %s: %s: %w", name, m.name, err)
-			}
-			r.scans = fullScan(b.Kind, r.plan)
+			slices.Sort(lat)
+			r.p50, r.p99 = lat[(len(lat)-1)*50/100], lat[(len(lat)-1)*99/100]
 			results[name] = append(results[name], r)
-			fmt.Fprintf(os.Stderr, "%s %-16s p50 %-8s p99 %-8s rows %d\n", name, m.name, ms(r.p50), ms(r.p99), r.rows)
+			fmt.Fprintf(os.Stderr, "%s %-16s p50 %-8s p99 %-8s rows %d\n", name, queries[qi].name, ms(r.p50), ms(r.p99), r.rows)
 		}
 		st.Close()
 	}
 
-	fmt.Fprintf(out, "%d iterations per query after %d warm-up, limit 20, short detail, tenant %s, country %s, cache off\n\n", *n, *warmup, *tenant, *country)
-	header := "| query | criteria |"
+	var scopeNames []string
+	for _, sc := range scs {
+		scopeNames = append(scopeNames, sc.tenant+"/"+sc.country)
+	}
+	fmt.Fprintf(out, "%d iterations per query in each of %s after %d warm-up; limit 20, short detail, cache off\n\n",
+		*n, strings.Join(scopeNames, " and "), *warmup)
+	header := "| query | criteria (" + scopeNames[0] + ") |"
 	rule := "|---|---|"
 	for _, name := range backends {
-		header += fmt.Sprintf(" %s p50 | %s p99 | rows |", name, name)
-		rule += "---:|---:|---:|"
+		header += fmt.Sprintf(" %s p50 | %s p99 |", name, name)
+		rule += "---:|---:|"
 	}
 	fmt.Fprintln(out, header)
 	fmt.Fprintln(out, rule)
-	for i, m := range mix {
+	for i, m := range queries {
 		line := fmt.Sprintf("| %s | `%s` |", m.name, m.query)
 		for _, name := range backends {
 			r := results[name][i]
@@ -130,21 +180,24 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			if r.scans {
 				flag = " (full scan!)"
 			}
-			line += fmt.Sprintf(" %s | %s%s | %d |", ms(r.p50), ms(r.p99), flag, r.rows)
+			line += fmt.Sprintf(" %s | %s%s |", ms(r.p50), ms(r.p99), flag)
 		}
 		fmt.Fprintln(out, line)
 	}
 	for _, name := range backends {
 		fmt.Fprintf(out, "\n## Plans on %s (%s)\n", name, kinds[name])
-		for i, m := range mix {
+		for i, m := range queries {
 			r := results[name][i]
 			verdict := "no full scan of properties"
 			if r.scans {
 				verdict = "FULL SCAN OF PROPERTIES"
 			}
-			fmt.Fprintf(out, "\n### %s: %s (%s)\n\n", m.name, m.query, verdict)
-			for line := range strings.Lines(r.plan) {
-				fmt.Fprintf(out, "    %s", line)
+			fmt.Fprintf(out, "\n### %s (%s)\n", m.name, verdict)
+			for _, plan := range r.plans {
+				fmt.Fprintln(out)
+				for line := range strings.Lines(plan) {
+					fmt.Fprintf(out, "    %s", line)
+				}
 			}
 		}
 	}
@@ -170,8 +223,8 @@ func parse(resource, query string) (normalize.Criteria, error) {
 }
 
 // measure runs the query warmup+n times, one at a time, and returns the
-// latency percentiles of the timed runs and the page size.
-func measure(ctx context.Context, b upstream.Backend, sc upstream.Scope, c normalize.Criteria, warmup, n int) (result, error) {
+// latencies of the timed runs and the page size.
+func measure(ctx context.Context, b upstream.Backend, sc upstream.Scope, c normalize.Criteria, warmup, n int) ([]time.Duration, int, error) {
 	call := func() (int, error) {
 		if c.Resource() == normalize.Agents {
 			as, err := b.ListAgents(ctx, sc, c)
@@ -180,43 +233,72 @@ func measure(ctx context.Context, b upstream.Backend, sc upstream.Scope, c norma
 		ps, err := b.ListProperties(ctx, sc, c)
 		return len(ps), err
 	}
-	var r result
 	for range warmup {
 		if _, err := call(); err != nil {
-			return r, err
+			return nil, 0, err
 		}
 	}
 	lat := make([]time.Duration, n)
+	rows := 0
 	for i := range lat {
 		start := time.Now()
-		rows, err := call()
+		var err error
+		rows, err = call()
 		lat[i] = time.Since(start)
 		if err != nil {
-			return r, err
+			return nil, 0, err
 		}
-		r.rows = rows
 	}
-	slices.Sort(lat)
-	r.p50 = lat[(n-1)*50/100]
-	r.p99 = lat[(n-1)*99/100]
-	return r, nil
+	return lat, rows, nil
 }
 
 var (
-	pgSeqScan  = regexp.MustCompile(`Seq Scan on properties\b`)
-	mysqlFullP = regexp.MustCompile(`(?m)table: (p|properties), .*type: ALL\b`)
-	sqliteScan = regexp.MustCompile(`(?m)^SCAN (p|properties)\s*$`)
+	pgSeqScan   = regexp.MustCompile(`Seq Scan on properties\b`)
+	pgPKeyScan  = regexp.MustCompile(`Scan using properties_pkey on properties\b`)
+	mysqlFullP  = regexp.MustCompile(`table: (p|properties), .*type: ALL\b`)
+	mysqlPKWalk = regexp.MustCompile(`table: (p|properties), .*type: index, .*key: PRIMARY,`)
+	sqliteScan  = regexp.MustCompile(`^SCAN (p|properties)\s*$`)
 )
 
-// fullScan reports a plan that reads the whole properties table.
+// fullScan reports a plan that may read the whole properties table: a
+// sequential scan, or a walk of its whole primary key (an index scan with no
+// index condition, which a LIMIT only stops early if matches come early).
 func fullScan(kind, plan string) bool {
-	switch kind {
-	case config.KindPostgres:
-		return pgSeqScan.MatchString(plan)
-	case config.KindMySQL:
-		return mysqlFullP.MatchString(plan)
+	lines := strings.Split(plan, "\n")
+	for i, l := range lines {
+		switch kind {
+		case config.KindPostgres:
+			if pgSeqScan.MatchString(l) {
+				return true
+			}
+			if pgPKeyScan.MatchString(l) && !nodeHasIndexCond(lines[i+1:]) {
+				return true
+			}
+		case config.KindMySQL:
+			if mysqlFullP.MatchString(l) || mysqlPKWalk.MatchString(l) {
+				return true
+			}
+		default:
+			if sqliteScan.MatchString(l) {
+				return true
+			}
+		}
 	}
-	return sqliteScan.MatchString(plan)
+	return false
+}
+
+// nodeHasIndexCond reports whether the detail lines of a PostgreSQL plan
+// node (up to the next node) hold an Index Cond.
+func nodeHasIndexCond(lines []string) bool {
+	for _, l := range lines {
+		if strings.Contains(l, "->") {
+			return false
+		}
+		if strings.Contains(l, "Index Cond:") {
+			return true
+		}
+	}
+	return false
 }
 
 func ms(d time.Duration) string {
