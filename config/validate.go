@@ -2,10 +2,11 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -155,7 +156,7 @@ func (c *Config) validate() []problem {
 	if len(c.Backends) == 0 {
 		add("backends", "at least one backend is required")
 	}
-	for _, name := range sortedKeys(c.Backends) {
+	for _, name := range slices.Sorted(maps.Keys(c.Backends)) {
 		b := c.Backends[name]
 		p := "backends." + name
 		switch b.Kind {
@@ -201,7 +202,7 @@ func (c *Config) validate() []problem {
 	if len(c.Tenants) == 0 {
 		add("tenants", "at least one tenant is required")
 	}
-	for _, name := range sortedKeys(c.Tenants) {
+	for _, name := range slices.Sorted(maps.Keys(c.Tenants)) {
 		t := c.Tenants[name]
 		p := "tenants." + name
 		b, ok := c.Backends[t.Backend]
@@ -241,8 +242,8 @@ func (c *Config) validate() []problem {
 	if c.Cache.MaxBytes < 1<<20 {
 		add("cache.max_bytes", "must be at least 1MiB")
 	}
-	for _, k := range sortedKeys(c.Cache.TTLs) {
-		if !contains(Resources, k) {
+	for _, k := range slices.Sorted(maps.Keys(c.Cache.TTLs)) {
+		if !slices.Contains(Resources, k) {
 			add("cache.ttls."+k, "unknown resource %q (want %s)", k, strings.Join(Resources, ", "))
 		}
 	}
@@ -278,24 +279,6 @@ func checkHash(add func(string, string, ...any), path, hash string) {
 	if _, err := bcrypt.Cost([]byte(hash)); err != nil {
 		add(path, "not a bcrypt hash (make one with: listingproxy hash-password)")
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // ResourceTTL returns the cache TTL of a resource (properties, property, agents, agent).

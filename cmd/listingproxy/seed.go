@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -111,14 +113,14 @@ func seedBackend(cfg *config.Config, name string) (string, config.Backend, error
 		b, ok := cfg.Backends[name]
 		switch {
 		case !ok:
-			return "", b, fmt.Errorf("no backend %q (have %s)", name, strings.Join(sortedKeys(cfg.Backends), ", "))
+			return "", b, fmt.Errorf("no backend %q (have %s)", name, strings.Join(slices.Sorted(maps.Keys(cfg.Backends)), ", "))
 		case !isSQL(b):
 			return "", b, fmt.Errorf("backend %s is %s, not a SQL backend", name, b.Kind)
 		}
 		return name, b, nil
 	}
 	var sqlNames []string
-	for _, n := range sortedKeys(cfg.Backends) {
+	for _, n := range slices.Sorted(maps.Keys(cfg.Backends)) {
 		if isSQL(cfg.Backends[n]) {
 			sqlNames = append(sqlNames, n)
 		}

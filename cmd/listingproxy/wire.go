@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -100,7 +101,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 
 	backends := map[string]upstream.Backend{}     // as opened: /readyz pings them
 	instrumented := map[string]upstream.Backend{} // what the proxy calls
-	for _, name := range sortedKeys(cfg.Backends) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Backends)) {
 		b, closer, err := openBackend(ctx, name, cfg, log, now, tp)
 		if err != nil {
 			return nil, err
@@ -113,7 +114,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	}
 
 	tenants := make([]proxy.Tenant, 0, len(cfg.Tenants))
-	for _, name := range sortedKeys(cfg.Tenants) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Tenants)) {
 		t := cfg.Tenants[name]
 		tenants = append(tenants, proxy.Tenant{Name: name, Backend: instrumented[t.Backend], BackendName: t.Backend, Upstream: t.UpstreamTenant})
 	}
@@ -242,7 +243,7 @@ func openBackend(ctx context.Context, name string, cfg *config.Config, log *slog
 	switch b.Kind {
 	case config.KindCRM:
 		creds := map[string]crm.Credential{}
-		for _, tn := range sortedKeys(cfg.Tenants) {
+		for _, tn := range slices.Sorted(maps.Keys(cfg.Tenants)) {
 			t := cfg.Tenants[tn]
 			if t.Backend == name {
 				creds[t.UpstreamTenant] = crm.Credential{Username: t.UpstreamUsername, Password: t.UpstreamPassword}
@@ -324,7 +325,7 @@ func watchChanges(cfg *config.Config, backends map[string]upstream.Backend, stor
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	n := 0
-	for _, name := range sortedKeys(backends) {
+	for _, name := range slices.Sorted(maps.Keys(backends)) {
 		if !cfg.Backends[name].Notify {
 			continue
 		}
@@ -335,7 +336,7 @@ func watchChanges(cfg *config.Config, backends map[string]upstream.Backend, stor
 		}
 		byUpstream := map[string][]string{} // backend tenant -> our tenants
 		var all []string
-		for _, tn := range sortedKeys(cfg.Tenants) {
+		for _, tn := range slices.Sorted(maps.Keys(cfg.Tenants)) {
 			if t := cfg.Tenants[tn]; t.Backend == name {
 				byUpstream[t.UpstreamTenant] = append(byUpstream[t.UpstreamTenant], tn)
 				all = append(all, tn)
@@ -427,7 +428,7 @@ func adminHandler(cfg *config.Config, store *cache.Store, backends map[string]up
 		defer cancel()
 		var problems []string
 		bs := breakers()
-		for _, name := range sortedKeys(backends) {
+		for _, name := range slices.Sorted(maps.Keys(backends)) {
 			if b := bs[name]; b != nil && b.State() == cache.StateOpen {
 				problems = append(problems, fmt.Sprintf("backend %s: circuit breaker open (retry in %s)", name, b.RetryAfter()))
 				continue
@@ -466,7 +467,7 @@ func purgeHandler(cfg *config.Config, store *cache.Store) http.Handler {
 			http.Error(w, fmt.Sprintf("unknown tenant %q", tenant), http.StatusBadRequest)
 			return
 		}
-		if resource != "" && !contains(config.Resources, resource) {
+		if resource != "" && !slices.Contains(config.Resources, resource) {
 			http.Error(w, fmt.Sprintf("unknown resource %q (want %s)", resource, strings.Join(config.Resources, ", ")), http.StatusBadRequest)
 			return
 		}
@@ -493,22 +494,4 @@ func orAll(s string) string {
 		return "all"
 	}
 	return s
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -27,6 +27,18 @@
 // index range scan); the exact distance is checked in Go, and ordering,
 // offset and limit are applied after that check, so pages are exact.
 //
+// Statements. Every statement of a request runs under Config.QueryTimeout
+// (within the caller's deadline) and in a span "sql.<statement>" carrying
+// only the engine and operation. A read that meets a dead connection drops
+// the pool's idle connections and is retried once, so a database restart
+// fails only the statements in flight. Explain shows the plan of a list
+// request's main statement.
+//
+// Bulk loading and notifications. Seed streams the demo generator into the
+// database in batches (COPY on PostgreSQL, multi-row INSERTs elsewhere);
+// on PostgreSQL, InstallNotify and Listen carry change notifications
+// (schema/postgres_notify.sql).
+//
 // It must not import proxy, cache or config: it is configured through Config
 // by cmd, and serves upstream's types only.
 package sqlstore

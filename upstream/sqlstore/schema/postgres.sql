@@ -86,6 +86,18 @@ CREATE INDEX IF NOT EXISTS properties_tc_bedrooms_id ON properties (tenant_id, c
 CREATE INDEX IF NOT EXISTS properties_tc_bathrooms_id ON properties (tenant_id, country, bathrooms NULLS FIRST, id);
 CREATE INDEX IF NOT EXISTS properties_tc_suburb_id ON properties (tenant_id, country, suburb, id);
 CREATE INDEX IF NOT EXISTS properties_tc_featured_id ON properties (tenant_id, country, featured, id);
+-- Superseded by the *_id indexes above (databases created before they existed).
+DROP INDEX IF EXISTS properties_tc_status;
+DROP INDEX IF EXISTS properties_tc_category;
+DROP INDEX IF EXISTS properties_tc_property_type;
+DROP INDEX IF EXISTS properties_tc_geo;
+DROP INDEX IF EXISTS properties_tc_approved;
+DROP INDEX IF EXISTS properties_tc_last_updated;
+DROP INDEX IF EXISTS properties_tc_price_from;
+DROP INDEX IF EXISTS properties_tc_bedrooms;
+DROP INDEX IF EXISTS properties_tc_bathrooms;
+DROP INDEX IF EXISTS properties_tc_suburb;
+DROP INDEX IF EXISTS properties_tc_featured;
 
 CREATE TABLE IF NOT EXISTS property_agents (
 	property_id bigint NOT NULL REFERENCES properties (id),
