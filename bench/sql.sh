@@ -73,4 +73,4 @@ if [[ ",$ENGINES," == *",mysql,"* ]]; then
 fi
 
 echo
-"$work/sqlbench" -config "$work/bench.yaml" -backends "$ENGINES" -n "$N"
+"$work/sqlbench" -config "$work/bench.yaml" -backends "$ENGINES" -n "$N" -properties "$PROPERTIES" -agents "$AGENTS"

@@ -164,6 +164,7 @@ func freshDatabase(t *testing.T, engine string) string {
 	}
 	q := u.Query()
 	q.Set("search_path", name)
+	q.Set("application_name", name)
 	u.RawQuery = q.Encode()
 	return u.String()
 }

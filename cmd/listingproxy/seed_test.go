@@ -118,18 +118,40 @@ func TestEngineConfigsLoad(t *testing.T) {
 func TestNotifyPurgesCache(t *testing.T) {
 	path, dsn := engineConfig(t, "postgres", "    notify: true")
 	a := newAppFrom(t, path)
-	target := "/au/properties/1.json"
-	if w := demoGet(t, a.handler, "harbour", target); strings.Contains(w.Body.String(), "Changed by the legacy app") {
-		t.Fatalf("unexpected body %s", w.Body)
-	}
-	if w := demoGet(t, a.handler, "harbour", target); !strings.Contains(w.Header().Get("Cache-Status"), "hit") {
-		t.Fatalf("second request Cache-Status = %q, want a hit", w.Header().Get("Cache-Status"))
-	}
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	// Wait for the listener (its connection carries the test's
+	// application_name), which purges everything once when it connects.
+	for i := 0; ; i++ {
+		var n int
+		if err := db.QueryRow("SELECT count(*) FROM pg_stat_activity WHERE application_name = current_setting('application_name') AND query LIKE 'LISTEN %'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if i == 500 {
+			t.Fatal("the change listener never connected")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	target := "/au/properties/1.json"
+	for i := 0; ; i++ {
+		w := demoGet(t, a.handler, "harbour", target)
+		if strings.Contains(w.Body.String(), "Changed by the legacy app") {
+			t.Fatalf("unexpected body %s", w.Body)
+		}
+		if strings.Contains(w.Header().Get("Cache-Status"), "hit") {
+			break
+		}
+		if i == 500 {
+			t.Fatalf("never a cache hit: Cache-Status = %q", w.Header().Get("Cache-Status"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if _, err := db.Exec("UPDATE properties SET description = 'Changed by the legacy app' WHERE id = 1"); err != nil {
 		t.Fatal(err)
 	}

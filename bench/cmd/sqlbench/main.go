@@ -5,11 +5,13 @@
 // plan of each query's main statement, flagging any full scan of the
 // properties table.
 //
-//	sqlbench -config bench.yaml -backends pg,mysql [-n 200] [-tenant harbour] [-country au]
+//	sqlbench -config bench.yaml -backends pg,mysql [-n 200] [-scopes harbour/au,summit/nz] [-properties 1000000 -agents 20000]
 //
-// The backends must hold the demo data (listingproxy seed); bench/sql.sh
-// seeds 1,000,000 properties and runs it. The query values fit the demo at
-// any size of at least 100,000 properties.
+// The backends must hold the demo data at the given size (listingproxy
+// seed); bench/sql.sh seeds 1,000,000 properties and runs it. Each query
+// runs in each scope: by default the first and the last tenant x country
+// block, whose ids are first and last in every primary key, so a plan that
+// walks the primary key shows in the last.
 package main
 
 import (
