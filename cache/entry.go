@@ -32,6 +32,10 @@ type Entry struct {
 	// Now() - StoredAt. A zero StoredAt is set to the Store's Now() when the
 	// fill completes.
 	StoredAt time.Time
+	// Meta is opaque to the cache: a Loader may attach values derived from
+	// the entry once, at fill time (the proxy keeps its precomputed response
+	// headers here). It is as immutable as the rest of the Entry.
+	Meta any
 }
 
 // NewEntry builds an Entry, computing its ETag and gzip form once.

@@ -238,7 +238,9 @@ func (s *Server) serve(w http.ResponseWriter, r *request, resource, criteria str
 		if err != nil {
 			return nil, err
 		}
-		return cache.NewEntry(body, r.format.ContentType(), negative, now()), nil
+		e := cache.NewEntry(body, r.format.ContentType(), negative, now())
+		e.Meta = newEntryHeaders(e)
+		return e, nil
 	}
 	if s.cache == nil {
 		r.cache = cache.Bypass.String()

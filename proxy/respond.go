@@ -9,16 +9,19 @@ import (
 )
 
 // Header values shared by every response, allocated once.
+//
+// There is no Cache-Control: every response answers a request with an
+// Authorization header, which shared caches must not store (RFC 9111
+// §3.5), and with no freshness information and no Last-Modified a private
+// cache must revalidate (If-None-Match, answered 304) before reuse.
 var (
-	hdrVary         = []string{"Accept-Encoding, Authorization"}
-	hdrCacheControl = []string{"private, no-cache"}
-	hdrGzip         = []string{"gzip"}
-	hdrCacheStatus  = func() map[cache.Outcome][]string {
-		m := map[cache.Outcome][]string{}
-		for _, o := range []cache.Outcome{cache.Hit, cache.Stale, cache.StaleIfError, cache.Miss, cache.Negative, cache.Bypass} {
-			m[o] = []string{cacheStatus(o)}
+	hdrVary        = []string{"Accept-Encoding, Authorization"}
+	hdrGzip        = []string{"gzip"}
+	hdrCacheStatus = func() (h [cache.Bypass + 1][]string) {
+		for o := range h {
+			h[o] = []string{cacheStatus(cache.Outcome(o))}
 		}
-		return m
+		return h
 	}()
 )
 
@@ -39,30 +42,54 @@ func cacheStatus(o cache.Outcome) string {
 	return "listingproxy; fwd=bypass"
 }
 
+// entryHeaders are the header values of one stored entry, built once when
+// the entry is filled so that a hit allocates none of them.
+type entryHeaders struct {
+	contentType        []string
+	etag, etagGzip     []string
+	length, lengthGzip []string
+}
+
+func newEntryHeaders(e *cache.Entry) *entryHeaders {
+	h := &entryHeaders{
+		contentType: []string{e.ContentType},
+		etag:        []string{e.ETag},
+		length:      []string{strconv.Itoa(len(e.Body))},
+	}
+	if e.Gzip != nil {
+		h.etagGzip = []string{gzipETag(e.ETag)}
+		h.lengthGzip = []string{strconv.Itoa(len(e.Gzip))}
+	}
+	return h
+}
+
 // writeEntry writes a stored body: ETag, Cache-Status and Age, 304 for a
 // matching If-None-Match, and the gzip copy for clients that accept it.
 // It does no work proportional to the body size.
 func (s *Server) writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Entry, o cache.Outcome) {
+	eh, ok := e.Meta.(*entryHeaders)
+	if !ok {
+		eh = newEntryHeaders(e)
+	}
 	h := w.Header()
-	h["Content-Type"] = []string{e.ContentType}
+	h["Content-Type"] = eh.contentType
 	h["Vary"] = hdrVary
-	h["Cache-Control"] = hdrCacheControl
 	h["Cache-Status"] = hdrCacheStatus[o]
 	if o != cache.Miss && o != cache.Bypass {
 		age := int64(s.now().Sub(e.StoredAt).Seconds())
 		h["Age"] = []string{strconv.FormatInt(max(age, 0), 10)}
 	}
-	body, etag := e.Body, e.ETag
+	body, etag, length := e.Body, eh.etag, eh.length
 	if e.Gzip != nil && acceptsGzip(r.Header["Accept-Encoding"]) {
-		body, etag = e.Gzip, gzipETag(e.ETag)
+		body, etag, length = e.Gzip, eh.etagGzip, eh.lengthGzip
 		h["Content-Encoding"] = hdrGzip
 	}
-	h["Etag"] = []string{etag}
-	if inm := r.Header["If-None-Match"]; len(inm) > 0 && etagMatches(inm, etag) {
+	h["Etag"] = etag
+	if inm := r.Header["If-None-Match"]; len(inm) > 0 && etagMatches(inm, etag[0]) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	h["Content-Length"] = length
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(body)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -68,8 +67,7 @@ func Middleware(log *slog.Logger, m *Metrics) func(http.Handler) http.Handler {
 				span.SetAttributes(attribute.String("http.route", route))
 			}
 			if m != nil {
-				m.Requests.WithLabelValues(route, method, strconv.Itoa(rec.status)).Inc()
-				m.RequestDuration.WithLabelValues(route, method).Observe(elapsed.Seconds())
+				m.observeRequest(route, method, rec.status, elapsed.Seconds())
 				if rec.note.AuthFailed {
 					m.AuthFailures.Inc()
 				}

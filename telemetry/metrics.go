@@ -1,6 +1,9 @@
 package telemetry
 
 import (
+	"strconv"
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -13,6 +16,10 @@ import (
 // updated by the middleware, the backend decorator and BreakerTransition.
 type Metrics struct {
 	reg prometheus.Registerer
+
+	// series memoises the request counter and histogram of each route,
+	// method and status, so a request costs no label hashing.
+	series sync.Map // seriesKey -> *requestSeries
 
 	// Requests counts answered HTTP requests by route, method and status.
 	Requests *prometheus.CounterVec
@@ -186,4 +193,29 @@ func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descBreakerState, prometheus.GaugeValue, v, name, s.String())
 		}
 	}
+}
+
+type seriesKey struct {
+	route, method string
+	status        int
+}
+
+type requestSeries struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
+}
+
+// observeRequest counts one answered request and its duration.
+func (m *Metrics) observeRequest(route, method string, status int, seconds float64) {
+	k := seriesKey{route, method, status}
+	v, ok := m.series.Load(k)
+	if !ok {
+		v, _ = m.series.LoadOrStore(k, &requestSeries{
+			count:    m.Requests.WithLabelValues(route, method, strconv.Itoa(status)),
+			duration: m.RequestDuration.WithLabelValues(route, method),
+		})
+	}
+	rs := v.(*requestSeries)
+	rs.count.Inc()
+	rs.duration.Observe(seconds)
 }
