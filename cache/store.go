@@ -258,6 +258,31 @@ func (s *Store) Get(ctx context.Context, k Key, p Policy, load Loader) (*Entry, 
 	return s.fill(ctx, h, k, gen, p, load, stale)
 }
 
+// Fresh returns the entry stored for k when Get would answer it as a Hit or
+// a Negative without calling a loader, counting the outcome as Get does; ok
+// is false when the caller must call Get. It lets a caller build its Loader
+// (usually a closure) only when the answer is not already stored and fresh.
+func (s *Store) Fresh(k Key, p Policy) (_ *Entry, _ Outcome, ok bool) {
+	if p.TTL <= 0 || s.closed.Load() {
+		return nil, Bypass, false
+	}
+	it := s.lookup(s.hash(k), k, s.genOf(k))
+	if it == nil {
+		return nil, Miss, false
+	}
+	e := it.entry
+	age := s.now().Sub(e.StoredAt)
+	switch {
+	case e.Negative && age < p.NegativeTTL:
+		s.st.outcomes[Negative].Add(1)
+		return e, Negative, true
+	case !e.Negative && age < p.TTL:
+		s.st.outcomes[Hit].Add(1)
+		return e, Hit, true
+	}
+	return nil, Miss, false
+}
+
 // fill waits for the key's flight, starting it if needed. stale, when not
 // nil, is served if the flight fails.
 func (s *Store) fill(ctx context.Context, h uint64, k Key, gen uint64, p Policy, load Loader, stale *item) (*Entry, Outcome, error) {

@@ -41,9 +41,13 @@ func listEndpoint[T any](s *Server, res normalize.Resource, name string,
 		if err != nil {
 			return err
 		}
+		k := s.cacheKey(r, name, c.Key())
+		if s.answerFresh(w, r, k) {
+			return nil
+		}
 		t, f, o := r.who.tenant, r.format, s.renderOptions(r, c.Detail())
 		scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
-		return s.serve(w, r, name, c.Key(), func(ctx context.Context) ([]byte, bool, error) {
+		return s.serve(w, r, k, func(ctx context.Context) ([]byte, bool, error) {
 			var items []T
 			err := s.call(ctx, r, func(ctx context.Context) (err error) {
 				items, err = list(t.Backend, ctx, scope, c)
@@ -68,10 +72,14 @@ func singleEndpoint[T any](s *Server, name, label string,
 		if err != nil {
 			return err
 		}
+		sid := strconv.FormatInt(id, 10)
+		k := s.cacheKey(r, name, sid)
+		if s.answerFresh(w, r, k) {
+			return nil
+		}
 		t, f, o := r.who.tenant, r.format, s.renderOptions(r, normalize.Full)
 		scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
-		sid := strconv.FormatInt(id, 10)
-		return s.serve(w, r, name, sid, func(ctx context.Context) ([]byte, bool, error) {
+		return s.serve(w, r, k, func(ctx context.Context) ([]byte, bool, error) {
 			var item T
 			err := s.call(ctx, r, func(ctx context.Context) (err error) {
 				item, err = get(t.Backend, ctx, scope, id)
@@ -227,11 +235,35 @@ func (s *Server) renderOptions(r *request, d normalize.Detail) render.Options {
 	return render.Options{Detail: d, Prices: r.who.perms&PermPrices != 0, Location: r.loc}
 }
 
-// serve answers from the cache, filling it through load on a miss. The key
-// holds the tenant, the caller's permissions, the country, the resource,
-// the format and the canonical criteria, so tenants and permission levels
-// never share a body.
-func (s *Server) serve(w http.ResponseWriter, r *request, resource, criteria string, load loader) error {
+// cacheKey is the cache key of a request: the tenant, the caller's
+// permissions, the country, the resource, the format and the canonical
+// criteria (or id), so tenants and permission levels never share a body.
+func (s *Server) cacheKey(r *request, resource, criteria string) cache.Key {
+	return cache.Key{
+		Tenant:   r.who.tenant.Name,
+		Resource: resource,
+		Variant:  r.who.variant + "|" + r.country + "|" + r.format.String() + "|" + criteria,
+	}
+}
+
+// answerFresh writes the stored body of k when it is fresh, before any
+// loader is built: the common hit allocates no closures. With tracing on it
+// leaves everything to serve, whose cache.lookup span records the outcome.
+func (s *Server) answerFresh(w http.ResponseWriter, r *request, k cache.Key) bool {
+	if s.cache == nil || s.tracer != nil {
+		return false
+	}
+	e, outcome, ok := s.cache.Fresh(k, r.st.policy(k.Resource))
+	if !ok {
+		return false
+	}
+	r.cache = outcome.String()
+	s.writeEntry(w, r.Request, e, outcome)
+	return true
+}
+
+// serve answers k from the cache, filling it through load on a miss.
+func (s *Server) serve(w http.ResponseWriter, r *request, k cache.Key, load loader) error {
 	now := s.now
 	fill := func(ctx context.Context) (*cache.Entry, error) {
 		body, negative, err := load(ctx)
@@ -251,16 +283,11 @@ func (s *Server) serve(w http.ResponseWriter, r *request, resource, criteria str
 		s.writeEntry(w, r.Request, e, cache.Bypass)
 		return nil
 	}
-	k := cache.Key{
-		Tenant:   r.who.tenant.Name,
-		Resource: resource,
-		Variant:  r.who.variant + "|" + r.country + "|" + r.format.String() + "|" + criteria,
-	}
 	ctx, span := s.startSpan(r.ctx, "cache.lookup")
-	e, outcome, err := s.cache.Get(ctx, k, r.st.policy(resource), fill)
+	e, outcome, err := s.cache.Get(ctx, k, r.st.policy(k.Resource), fill)
 	r.cache = outcome.String()
 	if span.IsRecording() {
-		span.SetAttributes(attrCacheResult.String(r.cache), attrResource.String(resource))
+		span.SetAttributes(attrCacheResult.String(r.cache), attrResource.String(k.Resource))
 		if err != nil {
 			span.SetStatus(codes.Error, "no answer from the backend")
 		}
