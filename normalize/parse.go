@@ -1,6 +1,7 @@
 package normalize
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net/url"
@@ -297,22 +298,23 @@ func (ps *parser) tooMany(p param, n int) bool {
 	return false
 }
 
-// ids parses a multi-valued list of service IDs: sorted, without duplicates,
-// nil when not given or invalid.
-func (ps *parser) ids(p param, msg string) []int64 {
-	var out []int64
+// multi parses a multi-valued parameter, each value with parse: sorted,
+// without duplicates, nil when not given or when a value is invalid (the
+// first invalid value is reported with msg).
+func multi[T cmp.Ordered](ps *parser, p param, msg string, parse func(string) (T, bool)) []T {
+	var out []T
 	bad := false
 	ps.each(p, func(s string) bool {
-		id, ok := ParseID(s)
+		v, ok := parse(s)
 		if !ok {
 			ps.failf(p, msg, s)
 			bad = true
 			return false
 		}
 		if out == nil {
-			out = make([]int64, 0, ps.count(p))
+			out = make([]T, 0, ps.count(p))
 		}
-		out = append(out, id)
+		out = append(out, v)
 		return true
 	})
 	if bad || len(out) == 0 {
@@ -326,33 +328,13 @@ func (ps *parser) ids(p param, msg string) []int64 {
 	return slices.Clip(out)
 }
 
-// texts parses a multi-valued free-text parameter: sorted, without
-// duplicates, lower-cased when lower is set.
+// ids parses a multi-valued list of service IDs.
+func (ps *parser) ids(p param, msg string) []int64 { return multi(ps, p, msg, ParseID) }
+
+// texts parses a multi-valued free-text parameter, lower-cased when lower
+// is set.
 func (ps *parser) texts(p param, lower bool) []string {
-	var out []string
-	bad := false
-	ps.each(p, func(s string) bool {
-		t, ok := canonText(s, lower)
-		if !ok {
-			ps.failf(p, textMsg, s)
-			bad = true
-			return false
-		}
-		if out == nil {
-			out = make([]string, 0, ps.count(p))
-		}
-		out = append(out, t)
-		return true
-	})
-	if bad || len(out) == 0 {
-		return nil
-	}
-	slices.Sort(out)
-	out = slices.Compact(out)
-	if ps.tooMany(p, len(out)) {
-		return nil
-	}
-	return slices.Clip(out)
+	return multi(ps, p, textMsg, func(s string) (string, bool) { return canonText(s, lower) })
 }
 
 // text parses a single-valued free-text parameter ("" when not given).
