@@ -24,7 +24,7 @@ const (
 	DefaultMaxConcurrency     = 16
 	DefaultMaxBodyBytes       = 16 << 20
 	DefaultHydrateConcurrency = 8
-	DefaultDocTTL             = 30 * time.Second
+	DefaultDocTTL             = 60 * time.Second
 )
 
 // Bounds of the in-package caches. Documents are small (a few KiB); the bound
@@ -104,7 +104,7 @@ type Options struct {
 	// hydration. Default DefaultHydrateConcurrency (8).
 	HydrateConcurrency int
 	// DocTTL is how long a fetched property document may be reused by
-	// hydration. Default DefaultDocTTL (30s); negative disables reuse.
+	// hydration. Default DefaultDocTTL (60s); negative disables reuse.
 	DocTTL time.Duration
 	// HTTPClient makes the calls. Default: a client of the Client's own with
 	// a Transport tuned to MaxConcurrency and Timeout (never
