@@ -74,19 +74,23 @@ const entryOverhead = 256
 // cost is what an entry counts against Options.MaxBytes.
 func cost(k Key, e *Entry) int64 {
 	return int64(len(e.Body)+len(e.Gzip)+len(e.ETag)+len(e.ContentType)+
-		len(k.Tenant)+len(k.Resource)+len(k.Variant)) + entryOverhead
+		len(k.Tenant)+len(k.Resource)+len(k.Scope)+len(k.Variant)) + entryOverhead
 }
 
 // Key identifies a stored response. Two requests share an entry only when
-// all three fields are equal.
+// all four fields are equal.
 type Key struct {
 	// Tenant is the tenant the response belongs to; Purge works per tenant.
 	Tenant string
 	// Resource names what was asked for (e.g. "au/properties/123.json" or
 	// "au/properties"); Purge can target one resource of a tenant.
 	Resource string
-	// Variant holds everything else the body depends on (permissions,
-	// country, format, canonical criteria). It is opaque to the cache.
+	// Scope holds what the body depends on about the caller and the request
+	// path (permissions, country, format); a caller can keep these strings
+	// precomputed. It is opaque to the cache.
+	Scope string
+	// Variant holds everything else the body depends on (the canonical
+	// criteria). It is opaque to the cache.
 	Variant string
 }
 

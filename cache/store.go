@@ -45,7 +45,10 @@ type Options struct {
 	// NumCounters is ristretto's count of frequency counters. Default ten
 	// per DefaultAvgEntryBytes of MaxBytes, at least 1000.
 	NumCounters int64
-	// BufferItems is ristretto's Get buffer size. Default 64.
+	// BufferItems is ristretto's Get buffer size: accesses are handed to
+	// its admission policy in batches of this many, each waking the policy
+	// goroutine. Default 256 (ristretto suggests 64; larger batches cost the
+	// hit path fewer wake-ups on a small machine).
 	BufferItems int64
 	// FillTimeout bounds a fill when Policy.FillTimeout is zero.
 	// Default DefaultFillTimeout (10s).
@@ -168,7 +171,7 @@ func New(o Options) (*Store, error) {
 		o.NumCounters = max(10*(o.MaxBytes/DefaultAvgEntryBytes), 1000)
 	}
 	if o.BufferItems <= 0 {
-		o.BufferItems = 64
+		o.BufferItems = 256
 	}
 	if o.FillTimeout <= 0 {
 		o.FillTimeout = DefaultFillTimeout
@@ -570,16 +573,17 @@ func (s *Store) hash(k Key) uint64 {
 	const m = 0x9E3779B97F4A7C15
 	h := maphash.String(s.seed, k.Tenant)
 	h = (h*m ^ maphash.String(s.seed, k.Resource)) * m
+	h = (h ^ maphash.String(s.seed, k.Scope)) * m
 	return h ^ maphash.String(s.seed, k.Variant)
 }
 
 // flightKey names a flight: kind, generation and the whole key, each field
 // length-prefixed so that no two keys share a flight.
 func flightKey(kind byte, gen uint64, k Key) string {
-	b := make([]byte, 0, 40+len(k.Tenant)+len(k.Resource)+len(k.Variant))
+	b := make([]byte, 0, 50+len(k.Tenant)+len(k.Resource)+len(k.Scope)+len(k.Variant))
 	b = append(b, kind)
 	b = strconv.AppendUint(b, gen, 10)
-	for _, f := range [...]string{k.Tenant, k.Resource, k.Variant} {
+	for _, f := range [...]string{k.Tenant, k.Resource, k.Scope, k.Variant} {
 		b = append(b, '|')
 		b = strconv.AppendInt(b, int64(len(f)), 10)
 		b = append(b, ':')

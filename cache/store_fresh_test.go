@@ -19,7 +19,9 @@ func TestFresh(t *testing.T) {
 	if _, _, ok := s.Fresh(k, p); ok {
 		t.Fatal("Fresh on an empty store: ok")
 	}
-	load := func(context.Context) (*Entry, error) { return NewEntry([]byte("body"), "text/plain", false, now()), nil }
+	load := func(context.Context) (*Entry, error) {
+		return NewEntry([]byte("body"), "text/plain", false, now()), nil
+	}
 	if _, o, err := s.Get(context.Background(), k, p, load); err != nil || o != Miss {
 		t.Fatalf("Get = %v, %v; want a miss", o, err)
 	}

@@ -470,9 +470,9 @@ func TestGetAfterPurgeDoesNotJoinOldFlight(t *testing.T) {
 func TestPurgeScopes(t *testing.T) {
 	s := newStore(t, Options{})
 	l := newLoader(nil)
-	a1 := Key{"a", "r1", "v"}
-	a2 := Key{"a", "r2", "v"}
-	b1 := Key{"b", "r1", "v"}
+	a1 := Key{"a", "r1", "s", "v"}
+	a2 := Key{"a", "r2", "s", "v"}
+	b1 := Key{"b", "r1", "s", "v"}
 	fill := func(k Key) {
 		if _, _, err := s.Get(context.Background(), k, pol, l.load); err != nil {
 			t.Fatal(err)
@@ -596,12 +596,12 @@ func TestKeysNeverShareEntries(t *testing.T) {
 	for _, tenant := range []string{"a", "b", "ab", ""} {
 		for _, res := range []string{"au/properties", "au/properties/1", "nz/agents"} {
 			for _, v := range []string{"full|json", "full|xml", "short|json", "|", ""} {
-				keys = append(keys, Key{tenant, res, v})
+				keys = append(keys, Key{tenant, res, v, ""}, Key{tenant, res, "", v})
 			}
 		}
 	}
 	// Field boundaries matter: these differ only in where the split falls.
-	keys = append(keys, Key{"a|b", "c", ""}, Key{"a", "b|c", ""}, Key{"a", "b", "|c"})
+	keys = append(keys, Key{"a|b", "c", "", ""}, Key{"a", "b|c", "", ""}, Key{"a", "b", "|c", ""}, Key{"a", "b", "", "|c"}, Key{"a", "b", "c|", ""}, Key{"a", "b", "c", "|"})
 
 	p := pol
 	p.TTL = 2 * time.Second

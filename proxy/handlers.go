@@ -235,15 +235,24 @@ func (s *Server) renderOptions(r *request, d normalize.Detail) render.Options {
 	return render.Options{Detail: d, Prices: r.who.perms&PermPrices != 0, Location: r.loc}
 }
 
+// scopeKey names the part of a cache key that depends on the caller's
+// permissions and the request path; Server.scopes holds its strings,
+// built once, so that a hit builds no key string.
+type scopeKey struct {
+	perms   Permissions
+	country string
+	format  render.Format
+}
+
 // cacheKey is the cache key of a request: the tenant, the caller's
 // permissions, the country, the resource, the format and the canonical
 // criteria (or id), so tenants and permission levels never share a body.
 func (s *Server) cacheKey(r *request, resource, criteria string) cache.Key {
-	return cache.Key{
-		Tenant:   r.who.tenant.Name,
-		Resource: resource,
-		Variant:  r.who.variant + "|" + r.country + "|" + r.format.String() + "|" + criteria,
+	scope, ok := s.scopes[scopeKey{r.who.perms, r.country, r.format}]
+	if !ok { // a permission set New did not list: build it (never shared wrongly)
+		scope = r.who.variant + "|" + r.country + "|" + r.format.String()
 	}
+	return cache.Key{Tenant: r.who.tenant.Name, Resource: resource, Scope: scope, Variant: criteria}
 }
 
 // answerFresh writes the stored body of k when it is fresh, before any

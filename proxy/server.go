@@ -111,7 +111,8 @@ type Server struct {
 	log       *slog.Logger
 	mux       *http.ServeMux
 	memo      criteriaMemo
-	tracer    trace.Tracer // nil: no spans
+	scopes    map[scopeKey]string // cache-key scopes, by permissions, country and format
+	tracer    trace.Tracer        // nil: no spans
 	observe   func(http.ResponseWriter, RequestInfo)
 
 	// live holds what Reload may replace. A request loads it once and
@@ -158,6 +159,14 @@ func New(users []User, tenants []Tenant, o Options) (*Server, error) {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	s.scopes = make(map[scopeKey]string)
+	for perms := range PermFull | PermPrices + 1 {
+		for country := range s.countries {
+			for _, f := range [...]render.Format{render.XML, render.JSON} {
+				s.scopes[scopeKey{perms, country, f}] = perms.String() + "|" + country + "|" + f.String()
+			}
+		}
 	}
 	if st.policy == nil {
 		st.policy = func(string) cache.Policy { return DefaultPolicy }
