@@ -17,23 +17,12 @@ const agentColumns = "a.id, a.name, a.username, a.phone, a.after_hours_phone, a.
 // (design.md §4).
 var currentStatuses = []string{"CURRENT", "CONTRACT"}
 
-type agentRequest struct {
-	filter normalize.AgentFilter
-	order  []string
-	limit  int
-	offset int
-	detail normalize.Detail
-}
+// agentRequest is what an agent list or get asks of the database.
+type agentRequest = request[normalize.AgentFilter]
 
 // ListAgents implements upstream.Backend.
 func (s *Store) ListAgents(ctx context.Context, sc upstream.Scope, c normalize.Criteria) ([]upstream.Agent, error) {
-	as, err := s.agents(ctx, sc, agentRequest{
-		filter: c.Agent(),
-		order:  c.Order(),
-		limit:  c.Limit(),
-		offset: c.Offset(),
-		detail: c.Detail(),
-	})
+	as, err := s.agents(ctx, sc, requestOf(c.Agent(), c))
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: list agents: %w", err)
 	}
@@ -42,18 +31,9 @@ func (s *Store) ListAgents(ctx context.Context, sc upstream.Scope, c normalize.C
 
 // GetAgent implements upstream.Backend.
 func (s *Store) GetAgent(ctx context.Context, sc upstream.Scope, id int64) (upstream.Agent, error) {
-	as, err := s.agents(ctx, sc, agentRequest{
-		filter: normalize.AgentFilter{IDs: []int64{id}},
-		limit:  1,
-		detail: normalize.Full,
+	return getOne(ctx, "agent", id, func() ([]upstream.Agent, error) {
+		return s.agents(ctx, sc, byID(normalize.AgentFilter{IDs: []int64{id}}))
 	})
-	if err != nil {
-		return upstream.Agent{}, fmt.Errorf("sqlstore: get agent %d: %w", id, err)
-	}
-	if len(as) == 0 {
-		return upstream.Agent{}, upstream.ErrNotFound
-	}
-	return as[0], nil
 }
 
 func (s *Store) agents(ctx context.Context, sc upstream.Scope, r agentRequest) ([]upstream.Agent, error) {

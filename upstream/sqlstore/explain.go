@@ -28,9 +28,9 @@ func (s *Store) Explain(ctx context.Context, sc upstream.Scope, c normalize.Crit
 	var q *query
 	switch c.Resource() {
 	case normalize.Agents:
-		q, err = s.agentPageQuery(tenant, sc.Country, agentRequest{filter: c.Agent(), order: c.Order(), limit: c.Limit(), offset: c.Offset()})
+		q, err = s.agentPageQuery(tenant, sc.Country, requestOf(c.Agent(), c))
 	default:
-		r := propertyRequest{filter: c.Property(), order: c.Order(), limit: c.Limit(), offset: c.Offset()}
+		r := requestOf(c.Property(), c)
 		if r.filter.Geo != nil {
 			q, err = s.geoCandidatesQuery(tenant, sc.Country, r)
 		} else {

@@ -18,23 +18,42 @@ const propertyColumns = "p.id, p.agency_id, p.last_updated, p.approved, p.street
 	"p.floor_size, p.lot_size, p.built_in, p.description, p.featured"
 
 // propertyRequest is what a property list or get asks of the database.
-type propertyRequest struct {
-	filter normalize.PropertyFilter
+type propertyRequest = request[normalize.PropertyFilter]
+
+// request is what a list or get asks of the database: filters of type F
+// and the page.
+type request[F any] struct {
+	filter F
 	order  []string
 	limit  int
 	offset int
 	detail normalize.Detail
 }
 
+// requestOf is the request of a list: its filters f and c's page.
+func requestOf[F any](f F, c normalize.Criteria) request[F] {
+	return request[F]{filter: f, order: c.Order(), limit: c.Limit(), offset: c.Offset(), detail: c.Detail()}
+}
+
+// byID is the request of a get: one full-detail record matching f.
+func byID[F any](f F) request[F] { return request[F]{filter: f, limit: 1, detail: normalize.Full} }
+
+// getOne runs a get as a one-record page: no record is upstream.ErrNotFound.
+func getOne[T any](ctx context.Context, what string, id int64, fetch func() ([]T, error)) (T, error) {
+	var zero T
+	rs, err := fetch()
+	if err != nil {
+		return zero, fmt.Errorf("sqlstore: get %s %d: %w", what, id, err)
+	}
+	if len(rs) == 0 {
+		return zero, upstream.ErrNotFound
+	}
+	return rs[0], nil
+}
+
 // ListProperties implements upstream.Backend.
 func (s *Store) ListProperties(ctx context.Context, sc upstream.Scope, c normalize.Criteria) ([]upstream.Property, error) {
-	ps, err := s.properties(ctx, sc, propertyRequest{
-		filter: c.Property(),
-		order:  c.Order(),
-		limit:  c.Limit(),
-		offset: c.Offset(),
-		detail: c.Detail(),
-	})
+	ps, err := s.properties(ctx, sc, requestOf(c.Property(), c))
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: list properties: %w", err)
 	}
@@ -43,18 +62,9 @@ func (s *Store) ListProperties(ctx context.Context, sc upstream.Scope, c normali
 
 // GetProperty implements upstream.Backend.
 func (s *Store) GetProperty(ctx context.Context, sc upstream.Scope, id int64) (upstream.Property, error) {
-	ps, err := s.properties(ctx, sc, propertyRequest{
-		filter: normalize.PropertyFilter{IDs: []int64{id}},
-		limit:  1,
-		detail: normalize.Full,
+	return getOne(ctx, "property", id, func() ([]upstream.Property, error) {
+		return s.properties(ctx, sc, byID(normalize.PropertyFilter{IDs: []int64{id}}))
 	})
-	if err != nil {
-		return upstream.Property{}, fmt.Errorf("sqlstore: get property %d: %w", id, err)
-	}
-	if len(ps) == 0 {
-		return upstream.Property{}, upstream.ErrNotFound
-	}
-	return ps[0], nil
 }
 
 func (s *Store) properties(ctx context.Context, sc upstream.Scope, r propertyRequest) ([]upstream.Property, error) {
