@@ -5,6 +5,7 @@
 # access log is off (log.level: error) as it would be for a throughput run.
 #
 #   bash bench/hit.sh            # DURATION=5s ROUNDS=3 CONNECTIONS=32 by default
+#   PIN=0 bash bench/hit.sh      # no CPU pinning: servers and wrk share every core
 #
 # Both servers run pinned to CPU 0 and wrk to CPU 1 (when taskset exists and
 # there are 2+ CPUs), so the two are measured under the same conditions; the
@@ -20,7 +21,7 @@ if ! command -v wrk >/dev/null; then
   echo "installing wrk (apt-get)"; (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null
 fi
 SERVER_CPU=() WRK_CPU=() THREADS=2
-if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+if [ "${PIN:-1}" = 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
   SERVER_CPU=(taskset -c 0) WRK_CPU=(taskset -c 1) THREADS=1
 fi
 work=$(mktemp -d)
