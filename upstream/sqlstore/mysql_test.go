@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-
-	"listingproxy/upstream/sqlstore/demo"
 )
 
 // openMySQL opens a store on a fresh database of the MySQL or MariaDB server
@@ -51,24 +49,5 @@ func openMySQL(t *testing.T) *Store {
 }
 
 func TestMySQLBackend(t *testing.T) {
-	st := openMySQL(t)
-	ctx := context.Background()
-	for range 2 { // Migrate is idempotent
-		if err := st.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if empty, err := st.Empty(ctx); err != nil || !empty {
-		t.Fatalf("Empty() = %v, %v; want true", empty, err)
-	}
-	o := demo.Options{Now: testNow}
-	if err := st.SeedDemo(ctx, o); err != nil {
-		t.Fatal(err)
-	}
-	ds, err := demo.Collect(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testBackendAgainstOracle(t, st, ds, testNow)
-	t.Run("like escaping", func(t *testing.T) { testLikeEscaping(t, st) })
+	testEngine(t, openMySQL(t))
 }

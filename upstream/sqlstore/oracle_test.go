@@ -596,3 +596,29 @@ func ids[T upstream.Property | upstream.Agent](rs []T) []int64 {
 	}
 	return out
 }
+
+// testEngine runs the whole shared table against a fresh, empty store of a
+// server engine: migrate (twice: it is idempotent), seed the demo, compare
+// with the oracle, and check LIKE escaping.
+func testEngine(t *testing.T, st *Store) {
+	t.Helper()
+	ctx := context.Background()
+	for range 2 { // Migrate is idempotent
+		if err := st.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if empty, err := st.Empty(ctx); err != nil || !empty {
+		t.Fatalf("Empty() = %v, %v; want true", empty, err)
+	}
+	o := demo.Options{Now: testNow}
+	if err := st.SeedDemo(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := demo.Collect(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testBackendAgainstOracle(t, st, ds, testNow)
+	t.Run("like escaping", func(t *testing.T) { testLikeEscaping(t, st) })
+}

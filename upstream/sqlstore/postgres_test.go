@@ -8,8 +8,6 @@ import (
 	"os"
 	"testing"
 	"time"
-
-	"listingproxy/upstream/sqlstore/demo"
 )
 
 // openPostgres opens a store on a fresh schema of the PostgreSQL database
@@ -68,24 +66,5 @@ func openPostgresWith(t *testing.T, edit func(*Config)) (st *Store, admin *sql.D
 }
 
 func TestPostgresBackend(t *testing.T) {
-	st := openPostgres(t)
-	ctx := context.Background()
-	for range 2 { // Migrate is idempotent
-		if err := st.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if empty, err := st.Empty(ctx); err != nil || !empty {
-		t.Fatalf("Empty() = %v, %v; want true", empty, err)
-	}
-	o := demo.Options{Now: testNow}
-	if err := st.SeedDemo(ctx, o); err != nil {
-		t.Fatal(err)
-	}
-	ds, err := demo.Collect(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testBackendAgainstOracle(t, st, ds, testNow)
-	t.Run("like escaping", func(t *testing.T) { testLikeEscaping(t, st) })
+	testEngine(t, openPostgres(t))
 }

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Server CPU time (user + system) per cache-hit request, listingproxy versus
+# the constant-body server, read from /proc/PID/stat around fixed wrk runs.
+# Far less noisy than throughput on a shared VM: it says how much work each
+# server does per request, whatever else the machine is doing.
+#
+#   bash bench/cpu-per-request.sh        # ROUNDS=3 alternating 4s runs
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-3}
+command -v wrk >/dev/null || { (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null; }
+PIN=(); WPIN=()
+if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then PIN=(taskset -c 0); WPIN=(taskset -c 1); fi
+work=$(mktemp -d); pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+go build -o "$work/listingproxy" ./cmd/listingproxy
+go build -o "$work/constserver" ./bench/cmd/constserver
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 1 100); do if curl -s -o /dev/null "http://127.0.0.1:$1/"; then return; fi; sleep 0.1; done; exit 1; }
+LP=$(free_port); CS=$(free_port)
+sed -e "s|listen: \":8080\"|listen: \"127.0.0.1:$LP\"|" -e "s|admin_listen: \"127.0.0.1:9090\"|admin_listen: \"off\"|" \
+    -e "s|file:listingproxy-demo.db|file:$work/demo.db|" -e "s|level: info|level: error|" config.yaml > "$work/config.yaml"
+"${PIN[@]}" "$work/listingproxy" -config "$work/config.yaml" >/dev/null 2>&1 & pids+=($!); LPID=$!
+wait_port "$LP"
+AUTH="Authorization: Basic $(printf 'harbour:harbour-demo' | base64)"
+URL="http://127.0.0.1:$LP/au/properties/1.xml"
+curl -fsS -H "$AUTH" "$URL" -o "$work/body"
+"${PIN[@]}" "$work/constserver" -listen "127.0.0.1:$CS" -body "$work/body" & pids+=($!); CPID=$!
+wait_port "$CS"
+per_request() { # pid url
+  local t0 t1 n
+  t0=$(awk '{print $14+$15}' "/proc/$1/stat")
+  n=$("${WPIN[@]}" wrk -t1 -c32 -d4s -H "$AUTH" "$2" | awk '/requests in/ {print $1}')
+  t1=$(awk '{print $14+$15}' "/proc/$1/stat")
+  awk -v a="$t0" -v b="$t1" -v n="$n" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.1f µs/request (%d requests)\n", (b-a)/hz*1e6/n, n}'
+}
+for _ in $(seq 1 "$ROUNDS"); do
+  printf 'listingproxy  %s\n' "$(per_request "$LPID" "$URL")"
+  printf 'constant      %s\n' "$(per_request "$CPID" "http://127.0.0.1:$CS/")"
+done
