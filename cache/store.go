@@ -262,28 +262,29 @@ func (s *Store) Get(ctx context.Context, k Key, p Policy, load Loader) (*Entry, 
 }
 
 // Fresh returns the entry stored for k when Get would answer it as a Hit or
-// a Negative without calling a loader, counting the outcome as Get does; ok
+// a Negative without calling a loader, counting the outcome as Get does,
+// with the entry's age (so the caller need not read the clock again); ok
 // is false when the caller must call Get. It lets a caller build its Loader
 // (usually a closure) only when the answer is not already stored and fresh.
-func (s *Store) Fresh(k Key, p Policy) (_ *Entry, _ Outcome, ok bool) {
+func (s *Store) Fresh(k Key, p Policy) (_ *Entry, _ Outcome, age time.Duration, ok bool) {
 	if p.TTL <= 0 || s.closed.Load() {
-		return nil, Bypass, false
+		return nil, Bypass, 0, false
 	}
 	it := s.lookup(s.hash(k), k, s.genOf(k))
 	if it == nil {
-		return nil, Miss, false
+		return nil, Miss, 0, false
 	}
 	e := it.entry
-	age := s.now().Sub(e.StoredAt)
+	age = s.now().Sub(e.StoredAt)
 	switch {
 	case e.Negative && age < p.NegativeTTL:
 		s.st.outcomes[Negative].Add(1)
-		return e, Negative, true
+		return e, Negative, age, true
 	case !e.Negative && age < p.TTL:
 		s.st.outcomes[Hit].Add(1)
-		return e, Hit, true
+		return e, Hit, age, true
 	}
-	return nil, Miss, false
+	return nil, Miss, 0, false
 }
 
 // fill waits for the key's flight, starting it if needed. stale, when not

@@ -16,7 +16,7 @@ func TestFresh(t *testing.T) {
 	defer s.Close()
 	p := Policy{TTL: time.Minute, StaleWhileRevalidate: time.Minute, NegativeTTL: 10 * time.Second}
 	k := Key{Tenant: "a", Resource: "r", Variant: "v"}
-	if _, _, ok := s.Fresh(k, p); ok {
+	if _, _, _, ok := s.Fresh(k, p); ok {
 		t.Fatal("Fresh on an empty store: ok")
 	}
 	load := func(context.Context) (*Entry, error) {
@@ -25,20 +25,24 @@ func TestFresh(t *testing.T) {
 	if _, o, err := s.Get(context.Background(), k, p, load); err != nil || o != Miss {
 		t.Fatalf("Get = %v, %v; want a miss", o, err)
 	}
-	e, o, ok := s.Fresh(k, p)
+	clk = clk.Add(7 * time.Second)
+	e, o, age, ok := s.Fresh(k, p)
 	if !ok || o != Hit || string(e.Body) != "body" {
 		t.Fatalf("Fresh after fill = %v, %v; want the body as a hit", o, ok)
+	}
+	if age != 7*time.Second {
+		t.Errorf("Fresh age = %v, want 7s (the clock moved 7s since the fill)", age)
 	}
 	if got := s.Stats().Hits; got != 1 {
 		t.Errorf("hits counted = %d, want 1", got)
 	}
 	clk = clk.Add(p.TTL + time.Second) // stale: Get must decide (and refresh)
-	if _, _, ok := s.Fresh(k, p); ok {
+	if _, _, _, ok := s.Fresh(k, p); ok {
 		t.Error("Fresh on a stale entry: ok")
 	}
 	s.Purge("a", "")
 	clk = clk.Add(-p.TTL) // fresh again by age, but purged
-	if _, _, ok := s.Fresh(k, p); ok {
+	if _, _, _, ok := s.Fresh(k, p); ok {
 		t.Error("Fresh after a purge: ok")
 	}
 
@@ -47,11 +51,11 @@ func TestFresh(t *testing.T) {
 	if _, _, err := s.Get(context.Background(), nk, p, negative); err != nil {
 		t.Fatal(err)
 	}
-	if _, o, ok := s.Fresh(nk, p); !ok || o != Negative {
+	if _, o, _, ok := s.Fresh(nk, p); !ok || o != Negative {
 		t.Errorf("Fresh on a live negative = %v, %v; want Negative", o, ok)
 	}
 	clk = clk.Add(p.NegativeTTL)
-	if _, _, ok := s.Fresh(nk, p); ok {
+	if _, _, _, ok := s.Fresh(nk, p); ok {
 		t.Error("Fresh on an expired negative: ok")
 	}
 }

@@ -262,12 +262,12 @@ func (s *Server) answerFresh(w http.ResponseWriter, r *request, k cache.Key) boo
 	if s.cache == nil || s.tracer != nil {
 		return false
 	}
-	e, outcome, ok := s.cache.Fresh(k, r.st.policy(k.Resource))
+	e, outcome, age, ok := s.cache.Fresh(k, r.st.policy(k.Resource))
 	if !ok {
 		return false
 	}
 	r.cache = outcome.String()
-	s.writeEntry(w, r.Request, e, outcome)
+	s.writeEntry(w, r.Request, e, outcome, age)
 	return true
 }
 
@@ -289,7 +289,7 @@ func (s *Server) serve(w http.ResponseWriter, r *request, k cache.Key, load load
 		if err != nil {
 			return err
 		}
-		s.writeEntry(w, r.Request, e, cache.Bypass)
+		s.writeEntry(w, r.Request, e, cache.Bypass, 0)
 		return nil
 	}
 	ctx, span := s.startSpan(r.ctx, "cache.lookup")
@@ -305,6 +305,6 @@ func (s *Server) serve(w http.ResponseWriter, r *request, k cache.Key, load load
 	if err != nil {
 		return err
 	}
-	s.writeEntry(w, r.Request, e, outcome)
+	s.writeEntry(w, r.Request, e, outcome, s.now().Sub(e.StoredAt))
 	return nil
 }

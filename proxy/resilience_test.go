@@ -180,3 +180,38 @@ func TestNotFoundIsCachedNegatively(t *testing.T) {
 		t.Errorf("backend calls after negative TTL = %d, want 2", got)
 	}
 }
+
+// TestAgeFollowsTheClock checks the Age header of hits (answered on the
+// fast path, whose Age value is shared within a second) and of stale
+// answers as the clock moves.
+func TestAgeFollowsTheClock(t *testing.T) {
+	clk := newClock()
+	s := resilientServer(t, newFake(), clk, nil)
+	const target = "/au/properties/1.json"
+	if w := get(s, "GET", "harbour", target); w.Header().Get("Age") != "" {
+		t.Errorf("miss has Age %q; want none", w.Header().Get("Age"))
+	}
+	steps := []struct {
+		advance time.Duration
+		age     string
+		status  string
+	}{
+		{0, "0", "listingproxy; hit"},
+		{0, "0", "listingproxy; hit"},
+		{1500 * time.Millisecond, "1", "listingproxy; hit"},
+		{0, "1", "listingproxy; hit"},
+		{500 * time.Millisecond, "2", "listingproxy; hit"},
+		{40 * time.Second, "42", "listingproxy; hit"},
+		{30 * time.Second, "72", "listingproxy; hit; detail=stale-while-revalidate"},
+	}
+	for i, st := range steps {
+		clk.Add(st.advance)
+		w := get(s, "GET", "harbour", target)
+		if got := w.Header().Get("Cache-Status"); got != st.status {
+			t.Fatalf("step %d: Cache-Status %q, want %q", i, got, st.status)
+		}
+		if got := w.Header().Get("Age"); got != st.age {
+			t.Errorf("step %d: Age %q, want %q", i, got, st.age)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"listingproxy/cache"
 )
@@ -48,6 +50,26 @@ type entryHeaders struct {
 	contentType        []string
 	etag, etagGzip     []string
 	length, lengthGzip []string
+	age                atomic.Pointer[ageHeader] // the last Age value sent
+}
+
+// ageHeader is an Age header value for a whole number of seconds. Hits in
+// the same second share one, so a hit allocates nothing for its Age.
+type ageHeader struct {
+	seconds int64
+	value   []string
+}
+
+// ageValue returns the Age header value for age, reusing the entry's last
+// one when the whole seconds match.
+func (h *entryHeaders) ageValue(age time.Duration) []string {
+	secs := max(int64(age/time.Second), 0)
+	if a := h.age.Load(); a != nil && a.seconds == secs {
+		return a.value
+	}
+	a := &ageHeader{seconds: secs, value: []string{strconv.FormatInt(secs, 10)}}
+	h.age.Store(a)
+	return a.value
 }
 
 func newEntryHeaders(e *cache.Entry) *entryHeaders {
@@ -63,10 +85,10 @@ func newEntryHeaders(e *cache.Entry) *entryHeaders {
 	return h
 }
 
-// writeEntry writes a stored body: ETag, Cache-Status and Age, 304 for a
-// matching If-None-Match, and the gzip copy for clients that accept it.
-// It does no work proportional to the body size.
-func (s *Server) writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Entry, o cache.Outcome) {
+// writeEntry writes a stored body of the given age: ETag, Cache-Status and
+// Age, 304 for a matching If-None-Match, and the gzip copy for clients that
+// accept it. It does no work proportional to the body size.
+func (s *Server) writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Entry, o cache.Outcome, age time.Duration) {
 	eh, ok := e.Meta.(*entryHeaders)
 	if !ok {
 		eh = newEntryHeaders(e)
@@ -76,8 +98,7 @@ func (s *Server) writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Ent
 	h["Vary"] = hdrVary
 	h["Cache-Status"] = hdrCacheStatus[o]
 	if o != cache.Miss && o != cache.Bypass {
-		age := int64(s.now().Sub(e.StoredAt).Seconds())
-		h["Age"] = []string{strconv.FormatInt(max(age, 0), 10)}
+		h["Age"] = eh.ageValue(age)
 	}
 	body, etag, length := e.Body, eh.etag, eh.length
 	if e.Gzip != nil && acceptsGzip(r.Header["Accept-Encoding"]) {
