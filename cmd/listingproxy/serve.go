@@ -74,7 +74,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
-	servers := []served{{newHTTPServer(cfg.Server, app.handler, log), ln}}
+	// The public listener's timeouts are enforced by a connection guard
+	// rather than per-request socket deadlines (see connGuard); it stops
+	// after the servers have.
+	guard := newConnGuard(cfg.Server, time.Now, log)
+	gctx, stopGuard := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopGuard()
+	go guard.run(gctx)
+	servers := []served{{guard.server(cfg.Server, app.handler, log), guard.listener(ln)}}
 	adminURL := ""
 	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
 		aln, err := net.Listen("tcp", cfg.AdminListen)
