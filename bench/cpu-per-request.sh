@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Server CPU time (user + system) per cache-hit request, listingproxy versus
-# the constant-body server, read from /proc/PID/stat around fixed wrk runs.
+# the constant server replaying the same response bytes (see bench/hit.sh), read from /proc/PID/stat around fixed wrk runs.
 # Far less noisy than throughput on a shared VM: it says how much work each
 # server does per request, whatever else the machine is doing.
 #
@@ -25,8 +25,9 @@ sed -e "s|listen: \":8080\"|listen: \"127.0.0.1:$LP\"|" -e "s|admin_listen: \"12
 wait_port "$LP"
 AUTH="Authorization: Basic $(printf 'harbour:harbour-demo' | base64)"
 URL="http://127.0.0.1:$LP/au/properties/1.xml"
-curl -fsS -H "$AUTH" "$URL" -o "$work/body"
-"${PIN[@]}" "$work/constserver" -listen "127.0.0.1:$CS" -body "$work/body" & pids+=($!); CPID=$!
+curl -fsS -H "$AUTH" "$URL" -o /dev/null                          # warm
+curl -fsS -H "$AUTH" -D "$work/headers" "$URL" -o "$work/body"    # a hit's exact bytes
+"${PIN[@]}" "$work/constserver" -listen "127.0.0.1:$CS" -body "$work/body" -headers "$work/headers" & pids+=($!); CPID=$!
 wait_port "$CS"
 per_request() { # pid url
   local t0 t1 n

@@ -7,10 +7,18 @@
 #   bash bench/hit.sh            # DURATION=5s ROUNDS=3 CONNECTIONS=32 by default
 #   PIN=0 bash bench/hit.sh      # no CPU pinning: servers and wrk share every core
 #
+# The baseline, bench/cmd/constserver, is a bare net/http server (one
+# handler, no middleware, no timeouts). "constant" replays the exact
+# response listingproxy sends for a hit (status line, the same headers,
+# body; each server writes its own Date), captured with curl -D: the same
+# bytes. "body-only" sends the body with Content-Type and Content-Length
+# alone, for reference: the difference is the cost of the four headers
+# listingproxy's caching surface adds (ETag, Cache-Status, Age, Vary).
+#
 # Both servers run pinned to CPU 0 and wrk to CPU 1 (when taskset exists and
-# there are 2+ CPUs), so the two are measured under the same conditions; the
-# rounds alternate listingproxy and the constant server and the median of
-# each is reported, with the ratio listingproxy / constant (target >= 0.85).
+# there are 2+ CPUs), so they are measured under the same conditions; the
+# rounds alternate the servers and the median of each is reported, with the
+# ratios listingproxy / constant (target >= 0.85) and listingproxy / body-only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-5s}
@@ -56,19 +64,26 @@ pct() { awk -v p="$2" '$1==p {print $2}' <<<"$1"; }
 printf '\n%-12s %-13s %10s %9s %9s %7s   (median of %s rounds of %s, %s connections)\n' case server req/s p50 p99 bytes "$ROUNDS" "$DURATION" "$CONNECTIONS"
 for name in single-2KB list-40KB; do
   url="http://127.0.0.1:$LP_PORT${URLS[$name]}"
-  curl -fsS -H "$AUTH" "$url" -o "$work/$name.body"   # warm the cache, keep the bytes
+  curl -fsS -H "$AUTH" "$url" -o /dev/null                                  # warm the cache
+  curl -fsS -H "$AUTH" -D "$work/$name.headers" "$url" -o "$work/$name.body" # a hit: keep its bytes
+  grep -qi '^Cache-Status: listingproxy; hit' "$work/$name.headers" || { echo "$name: second request was not a hit"; cat "$work/$name.headers"; exit 1; }
   bytes=$(wc -c <"$work/$name.body")
-  CS_PORT=$(free_port)
-  "${SERVER_CPU[@]}" "$work/constserver" -listen "127.0.0.1:$CS_PORT" -body "$work/$name.body" &
+  CS_PORT=$(free_port) BO_PORT=$(free_port)
+  "${SERVER_CPU[@]}" "$work/constserver" -listen "127.0.0.1:$CS_PORT" -body "$work/$name.body" -headers "$work/$name.headers" &
   pids+=($!)
-  wait_port "$CS_PORT"
-  : >"$work/lp.rps"; : >"$work/cs.rps"
+  "${SERVER_CPU[@]}" "$work/constserver" -listen "127.0.0.1:$BO_PORT" -body "$work/$name.body" &
+  pids+=($!)
+  wait_port "$CS_PORT"; wait_port "$BO_PORT"
+  for s in lp cs bo; do : >"$work/$s.rps"; done
   for _ in $(seq 1 "$ROUNDS"); do
-    lp=$(run "$url"); rps "$lp" >>"$work/lp.rps"; echo "$lp" >"$work/lp.last"
-    cs=$(run "http://127.0.0.1:$CS_PORT/"); rps "$cs" >>"$work/cs.rps"; echo "$cs" >"$work/cs.last"
+    out=$(run "$url"); rps "$out" >>"$work/lp.rps"; echo "$out" >"$work/lp.last"
+    out=$(run "http://127.0.0.1:$CS_PORT/"); rps "$out" >>"$work/cs.rps"; echo "$out" >"$work/cs.last"
+    out=$(run "http://127.0.0.1:$BO_PORT/"); rps "$out" >>"$work/bo.rps"; echo "$out" >"$work/bo.last"
   done
-  lpm=$(median <"$work/lp.rps"); csm=$(median <"$work/cs.rps")
-  printf '%-12s %-13s %10s %9s %9s %7s\n' "$name" listingproxy "$lpm" "$(pct "$(cat "$work/lp.last")" 50%)" "$(pct "$(cat "$work/lp.last")" 99%)" "$bytes"
-  printf '%-12s %-13s %10s %9s %9s %7s\n' "$name" constant "$csm" "$(pct "$(cat "$work/cs.last")" 50%)" "$(pct "$(cat "$work/cs.last")" 99%)" "$bytes"
-  awk -v a="$lpm" -v b="$csm" -v n="$name" 'BEGIN {printf "%-12s ratio listingproxy/constant = %.2f\n", n, a/b}'
+  lpm=$(median <"$work/lp.rps"); csm=$(median <"$work/cs.rps"); bom=$(median <"$work/bo.rps")
+  for s in lp:listingproxy cs:constant bo:body-only; do
+    f=${s%%:*}; label=${s#*:}
+    printf '%-12s %-13s %10s %9s %9s %7s\n' "$name" "$label" "$(median <"$work/$f.rps")" "$(pct "$(cat "$work/$f.last")" 50%)" "$(pct "$(cat "$work/$f.last")" 99%)" "$bytes"
+  done
+  awk -v a="$lpm" -v b="$csm" -v c="$bom" -v n="$name" 'BEGIN {printf "%-12s ratio listingproxy/constant = %.2f   (listingproxy/body-only = %.2f)\n", n, a/b, a/c}'
 done
