@@ -50,7 +50,7 @@ func listEndpoint[T any](s *Server, res normalize.Resource, name string,
 		return s.serve(w, r, k, func(ctx context.Context) ([]byte, bool, error) {
 			var items []T
 			err := s.call(ctx, r, func(ctx context.Context) (err error) {
-				items, err = list(t.Backend, ctx, scope, c)
+				items, err = list(t.Backend, ctx, scope, *c)
 				return err
 			})
 			if err != nil {
@@ -99,7 +99,7 @@ func singleEndpoint[T any](s *Server, name, label string,
 // criteria returns the canonical criteria of the request's query, from the
 // memo when this raw query parsed cleanly before, or the spec's error list
 // (including the permission check on detail=full).
-func (s *Server) criteria(r *request, res normalize.Resource, parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors)) (normalize.Criteria, error) {
+func (s *Server) criteria(r *request, res normalize.Resource, parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors)) (*normalize.Criteria, error) {
 	_, span := s.startSpan(r.ctx, "proxy.normalize")
 	c, memoised, err := s.canonical(r, res, parse)
 	if span.IsRecording() {
@@ -109,20 +109,22 @@ func (s *Server) criteria(r *request, res normalize.Resource, parse func(url.Val
 	return c, err
 }
 
-// canonical is criteria without the span; memoised reports a memo hit.
-func (s *Server) canonical(r *request, res normalize.Resource, parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors)) (_ normalize.Criteria, memoised bool, _ error) {
+// canonical is criteria without the span; memoised reports a memo hit. The
+// criteria are shared (with the memo) and must not be modified; a hit
+// copies nothing (Criteria is a few hundred bytes).
+func (s *Server) canonical(r *request, res normalize.Resource, parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors)) (_ *normalize.Criteria, memoised bool, _ error) {
 	raw := r.URL.RawQuery
 	c, memoised := s.memo.get(res, raw)
 	if !memoised {
 		q, err := parseQuery(raw)
 		if err != nil {
-			return c, false, err
+			return nil, false, err
 		}
-		var errs normalize.Errors
-		c, errs = parse(q, s.norm)
+		parsed, errs := parse(q, s.norm)
 		if errs != nil {
-			return c, false, s.criteriaErrors(r, q, c, errs)
+			return nil, false, s.criteriaErrors(r, q, parsed, errs)
 		}
+		c = &parsed
 		s.memo.put(res, raw, c)
 	}
 	if c.Detail() == normalize.Full && r.who.perms&PermFull == 0 {

@@ -12,7 +12,7 @@ import (
 // tenant. It is bounded: when full it starts over.
 type criteriaMemo struct {
 	mu sync.RWMutex
-	m  map[memoKey]normalize.Criteria
+	m  map[memoKey]*normalize.Criteria
 }
 
 type memoKey struct {
@@ -25,20 +25,20 @@ const (
 	memoMaxQuery = 2048 // longer queries are parsed every time
 )
 
-func (cm *criteriaMemo) get(res normalize.Resource, raw string) (normalize.Criteria, bool) {
+func (cm *criteriaMemo) get(res normalize.Resource, raw string) (*normalize.Criteria, bool) {
 	cm.mu.RLock()
 	c, ok := cm.m[memoKey{res, raw}]
 	cm.mu.RUnlock()
 	return c, ok
 }
 
-func (cm *criteriaMemo) put(res normalize.Resource, raw string, c normalize.Criteria) {
+func (cm *criteriaMemo) put(res normalize.Resource, raw string, c *normalize.Criteria) {
 	if len(raw) > memoMaxQuery {
 		return
 	}
 	cm.mu.Lock()
 	if cm.m == nil || len(cm.m) >= memoEntries {
-		cm.m = make(map[memoKey]normalize.Criteria, 256)
+		cm.m = make(map[memoKey]*normalize.Criteria, 256)
 	}
 	cm.m[memoKey{res, raw}] = c
 	cm.mu.Unlock()
