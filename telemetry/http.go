@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -54,7 +55,9 @@ func Middleware(log *slog.Logger, m *Metrics) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
-			rec := &recorder{ResponseWriter: w}
+			rec := recorders.Get().(*recorder)
+			*rec = recorder{ResponseWriter: w}
+			defer func() { *rec = recorder{}; recorders.Put(rec) }()
 			next.ServeHTTP(rec, r)
 			if rec.status == 0 {
 				rec.status = http.StatusOK // nothing written: net/http sends 200
@@ -124,6 +127,11 @@ func SpanName(_ string, r *http.Request) string {
 	}
 	return methodLabel(r.Method) + " " + Route(r)
 }
+
+// recorders recycles Middleware's writers: a handler must not use its
+// ResponseWriter after returning (net/http's own rule), so once the access
+// line is out the recorder is free. It is cleared before it is put back.
+var recorders = sync.Pool{New: func() any { return new(recorder) }}
 
 // recorder is Middleware's ResponseWriter: it notes the status and bytes
 // written, and the handler's Annotation.
