@@ -263,28 +263,30 @@ func (s *Store) Get(ctx context.Context, k Key, p Policy, load Loader) (*Entry, 
 
 // Fresh returns the entry stored for k when Get would answer it as a Hit or
 // a Negative without calling a loader, counting the outcome as Get does,
-// with the entry's age (so the caller need not read the clock again); ok
+// with the time it judged the entry at (so the caller need not read the
+// clock again: the entry's age is now minus Entry.StoredAt); ok
 // is false when the caller must call Get. It lets a caller build its Loader
 // (usually a closure) only when the answer is not already stored and fresh.
-func (s *Store) Fresh(k Key, p Policy) (_ *Entry, _ Outcome, age time.Duration, ok bool) {
+func (s *Store) Fresh(k Key, p Policy) (_ *Entry, _ Outcome, now time.Time, ok bool) {
 	if p.TTL <= 0 || s.closed.Load() {
-		return nil, Bypass, 0, false
+		return nil, Bypass, now, false
 	}
 	it := s.lookup(s.hash(k), k, s.genOf(k))
 	if it == nil {
-		return nil, Miss, 0, false
+		return nil, Miss, now, false
 	}
 	e := it.entry
-	age = s.now().Sub(e.StoredAt)
+	now = s.now()
+	age := now.Sub(e.StoredAt)
 	switch {
 	case e.Negative && age < p.NegativeTTL:
 		s.st.outcomes[Negative].Add(1)
-		return e, Negative, age, true
+		return e, Negative, now, true
 	case !e.Negative && age < p.TTL:
 		s.st.outcomes[Hit].Add(1)
-		return e, Hit, age, true
+		return e, Hit, now, true
 	}
-	return nil, Miss, 0, false
+	return nil, Miss, now, false
 }
 
 // fill waits for the key's flight, starting it if needed. stale, when not

@@ -26,12 +26,12 @@ func TestFresh(t *testing.T) {
 		t.Fatalf("Get = %v, %v; want a miss", o, err)
 	}
 	clk = clk.Add(7 * time.Second)
-	e, o, age, ok := s.Fresh(k, p)
+	e, o, at, ok := s.Fresh(k, p)
 	if !ok || o != Hit || string(e.Body) != "body" {
 		t.Fatalf("Fresh after fill = %v, %v; want the body as a hit", o, ok)
 	}
-	if age != 7*time.Second {
-		t.Errorf("Fresh age = %v, want 7s (the clock moved 7s since the fill)", age)
+	if !at.Equal(clk) || at.Sub(e.StoredAt) != 7*time.Second {
+		t.Errorf("Fresh judged at %v (age %v), want the clock's %v (age 7s)", at, at.Sub(e.StoredAt), clk)
 	}
 	if got := s.Stats().Hits; got != 1 {
 		t.Errorf("hits counted = %d, want 1", got)

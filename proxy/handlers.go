@@ -264,12 +264,12 @@ func (s *Server) answerFresh(w http.ResponseWriter, r *request, k cache.Key) boo
 	if s.cache == nil || s.tracer != nil {
 		return false
 	}
-	e, outcome, age, ok := s.cache.Fresh(k, r.st.policy(k.Resource))
+	e, outcome, now, ok := s.cache.Fresh(k, r.st.policy(k.Resource))
 	if !ok {
 		return false
 	}
 	r.cache = outcome.String()
-	s.writeEntry(w, r.Request, e, outcome, age)
+	s.writeEntry(w, r.Request, e, outcome, now)
 	return true
 }
 
@@ -291,7 +291,7 @@ func (s *Server) serve(w http.ResponseWriter, r *request, k cache.Key, load load
 		if err != nil {
 			return err
 		}
-		s.writeEntry(w, r.Request, e, cache.Bypass, 0)
+		s.writeEntry(w, r.Request, e, cache.Bypass, s.now())
 		return nil
 	}
 	ctx, span := s.startSpan(r.ctx, "cache.lookup")
@@ -307,6 +307,6 @@ func (s *Server) serve(w http.ResponseWriter, r *request, k cache.Key, load load
 	if err != nil {
 		return err
 	}
-	s.writeEntry(w, r.Request, e, outcome, s.now().Sub(e.StoredAt))
+	s.writeEntry(w, r.Request, e, outcome, s.now())
 	return nil
 }

@@ -181,15 +181,15 @@ func TestNotFoundIsCachedNegatively(t *testing.T) {
 	}
 }
 
-// TestAgeFollowsTheClock checks the Age header of hits (answered on the
-// fast path, whose Age value is shared within a second) and of stale
+// TestAgeFollowsTheClock checks the Age and Date headers of hits (answered
+// on the fast path, whose values are shared within a second) and of stale
 // answers as the clock moves.
 func TestAgeFollowsTheClock(t *testing.T) {
 	clk := newClock()
 	s := resilientServer(t, newFake(), clk, nil)
 	const target = "/au/properties/1.json"
-	if w := get(s, "GET", "harbour", target); w.Header().Get("Age") != "" {
-		t.Errorf("miss has Age %q; want none", w.Header().Get("Age"))
+	if w := get(s, "GET", "harbour", target); w.Header().Get("Age") != "" || w.Header().Get("Date") != clk.Now().Format(http.TimeFormat) {
+		t.Errorf("miss has Age %q, Date %q; want no Age and the clock's time", w.Header().Get("Age"), w.Header().Get("Date"))
 	}
 	steps := []struct {
 		advance time.Duration
@@ -212,6 +212,9 @@ func TestAgeFollowsTheClock(t *testing.T) {
 		}
 		if got := w.Header().Get("Age"); got != st.age {
 			t.Errorf("step %d: Age %q, want %q", i, got, st.age)
+		}
+		if got, want := w.Header().Get("Date"), clk.Now().Format(http.TimeFormat); got != want {
+			t.Errorf("step %d: Date %q, want %q", i, got, want)
 		}
 	}
 }

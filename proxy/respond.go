@@ -85,20 +85,42 @@ func newEntryHeaders(e *cache.Entry) *entryHeaders {
 	return h
 }
 
-// writeEntry writes a stored body of the given age: ETag, Cache-Status and
-// Age, 304 for a matching If-None-Match, and the gzip copy for clients that
-// accept it. It does no work proportional to the body size.
-func (s *Server) writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Entry, o cache.Outcome, age time.Duration) {
+// dateHeader is a Date header value for one whole second.
+type dateHeader struct {
+	unix  int64
+	value []string
+}
+
+// dateValue returns the Date header value for now, shared by every response
+// within the same second. Setting Date spares net/http its own clock
+// reading and formatting per response (RFC 9110 §6.6.1 asks for the time
+// the message was generated, to the second).
+func (s *Server) dateValue(now time.Time) []string {
+	sec := now.Unix()
+	if d := s.date.Load(); d != nil && d.unix == sec {
+		return d.value
+	}
+	d := &dateHeader{unix: sec, value: []string{now.UTC().Format(http.TimeFormat)}}
+	s.date.Store(d)
+	return d.value
+}
+
+// writeEntry writes a stored body at time now (the clock reading the cache
+// judged it by): Date, ETag, Cache-Status and Age, 304 for a matching
+// If-None-Match, and the gzip copy for clients that accept it. It does no
+// work proportional to the body size.
+func (s *Server) writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Entry, o cache.Outcome, now time.Time) {
 	eh, ok := e.Meta.(*entryHeaders)
 	if !ok {
 		eh = newEntryHeaders(e)
 	}
 	h := w.Header()
+	h["Date"] = s.dateValue(now)
 	h["Content-Type"] = eh.contentType
 	h["Vary"] = hdrVary
 	h["Cache-Status"] = hdrCacheStatus[o]
 	if o != cache.Miss && o != cache.Bypass {
-		h["Age"] = eh.ageValue(age)
+		h["Age"] = eh.ageValue(now.Sub(e.StoredAt))
 	}
 	body, etag, length := e.Body, eh.etag, eh.length
 	if e.Gzip != nil && acceptsGzip(r.Header["Accept-Encoding"]) {

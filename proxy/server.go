@@ -114,6 +114,7 @@ type Server struct {
 	scopes    map[scopeKey]string // cache-key scopes, by permissions, country and format
 	tracer    trace.Tracer        // nil: no spans
 	observe   func(http.ResponseWriter, RequestInfo)
+	date      atomic.Pointer[dateHeader] // the last Date value sent
 
 	// live holds what Reload may replace. A request loads it once and
 	// uses that snapshot throughout, so a reload never mixes old users with
