@@ -4,7 +4,7 @@
 # 127.0.0.1. Authentication is on for listingproxy (Basic, memoised); the
 # access log is off (log.level: error) as it would be for a throughput run.
 #
-#   bash bench/hit.sh            # DURATION=5s ROUNDS=3 CONNECTIONS=32 by default
+#   bash bench/hit.sh            # DURATION=3s ROUNDS=9 CONNECTIONS=32 by default
 #   PIN=0 bash bench/hit.sh      # no CPU pinning: servers and wrk share every core
 #
 # The baseline, bench/cmd/constserver, is a bare net/http server (one
@@ -16,13 +16,16 @@
 # listingproxy's caching surface adds (ETag, Cache-Status, Age, Vary).
 #
 # Both servers run pinned to CPU 0 and wrk to CPU 1 (when taskset exists and
-# there are 2+ CPUs), so they are measured under the same conditions; the
-# rounds alternate the servers and the median of each is reported, with the
-# ratios listingproxy / constant (target >= 0.85) and listingproxy / body-only.
+# there are 2+ CPUs), so they are measured under the same conditions. Each
+# round runs the three servers back to back; the ratio of a round compares
+# measurements seconds apart, so slow drifts of a shared VM's speed cancel
+# out, and the reported ratio is the median of the rounds' ratios
+# (listingproxy / constant: target >= 0.85; listingproxy / body-only for
+# reference). req/s, p50 and p99 are the medians over the rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DURATION=${DURATION:-5s}
-ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-3s}
+ROUNDS=${ROUNDS:-9}
 CONNECTIONS=${CONNECTIONS:-32}
 
 if ! command -v wrk >/dev/null; then
@@ -60,6 +63,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 run() { "${WRK_CPU[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -H "$AUTH" "$1" 2>/dev/null; }
 rps() { awk '/Requests\/sec/ {print $2}' <<<"$1"; }
 pct() { awk -v p="$2" '$1==p {print $2}' <<<"$1"; }
+ms() { awk '{v=$1; if (v ~ /us$/) v=v/1000; else if (v ~ /ms$/) v=v+0; else if (v ~ /s$/) v=v*1000; print v}' <<<"$1"; }
 
 printf '\n%-12s %-13s %10s %9s %9s %7s   (median of %s rounds of %s, %s connections)\n' case server req/s p50 p99 bytes "$ROUNDS" "$DURATION" "$CONNECTIONS"
 for name in single-2KB list-40KB; do
@@ -74,16 +78,20 @@ for name in single-2KB list-40KB; do
   "${SERVER_CPU[@]}" "$work/constserver" -listen "127.0.0.1:$BO_PORT" -body "$work/$name.body" &
   pids+=($!)
   wait_port "$CS_PORT"; wait_port "$BO_PORT"
-  for s in lp cs bo; do : >"$work/$s.rps"; done
+  for s in lp cs bo; do : >"$work/$s.rps"; : >"$work/$s.p50"; : >"$work/$s.p99"; done
+  : >"$work/ratio.cs"; : >"$work/ratio.bo"
   for _ in $(seq 1 "$ROUNDS"); do
-    out=$(run "$url"); rps "$out" >>"$work/lp.rps"; echo "$out" >"$work/lp.last"
-    out=$(run "http://127.0.0.1:$CS_PORT/"); rps "$out" >>"$work/cs.rps"; echo "$out" >"$work/cs.last"
-    out=$(run "http://127.0.0.1:$BO_PORT/"); rps "$out" >>"$work/bo.rps"; echo "$out" >"$work/bo.last"
+    for s in lp:$url cs:http://127.0.0.1:$CS_PORT/ bo:http://127.0.0.1:$BO_PORT/; do
+      f=${s%%:*}; out=$(run "${s#*:}")
+      rps "$out" >>"$work/$f.rps"; ms "$(pct "$out" 50%)" >>"$work/$f.p50"; ms "$(pct "$out" 99%)" >>"$work/$f.p99"
+    done
+    paste "$work/lp.rps" "$work/cs.rps" | tail -1 | awk '{print $1/$2}' >>"$work/ratio.cs"
+    paste "$work/lp.rps" "$work/bo.rps" | tail -1 | awk '{print $1/$2}' >>"$work/ratio.bo"
   done
-  lpm=$(median <"$work/lp.rps"); csm=$(median <"$work/cs.rps"); bom=$(median <"$work/bo.rps")
   for s in lp:listingproxy cs:constant bo:body-only; do
-    f=${s%%:*}; label=${s#*:}
-    printf '%-12s %-13s %10s %9s %9s %7s\n' "$name" "$label" "$(median <"$work/$f.rps")" "$(pct "$(cat "$work/$f.last")" 50%)" "$(pct "$(cat "$work/$f.last")" 99%)" "$bytes"
+    f=${s%%:*}
+    printf '%-12s %-13s %10.0f %7.2fms %7.2fms %7s\n' "$name" "${s#*:}" "$(median <"$work/$f.rps")" "$(median <"$work/$f.p50")" "$(median <"$work/$f.p99")" "$bytes"
   done
-  awk -v a="$lpm" -v b="$csm" -v c="$bom" -v n="$name" 'BEGIN {printf "%-12s ratio listingproxy/constant = %.2f   (listingproxy/body-only = %.2f)\n", n, a/b, a/c}'
+  printf '%-12s ratio listingproxy/constant = %.2f   (listingproxy/body-only = %.2f; rounds: %s)\n' "$name" \
+    "$(median <"$work/ratio.cs")" "$(median <"$work/ratio.bo")" "$(sort -g "$work/ratio.cs" | awk '{printf "%s%.2f", (NR>1 ? " " : ""), $1}')"
 done
