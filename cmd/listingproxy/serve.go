@@ -77,10 +77,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// The public listener's timeouts are enforced by a connection guard
 	// rather than per-request socket deadlines (see connGuard); it stops
 	// after the servers have.
+	// The garbage collector's tuning (see tuneGC) lives as long as serve.
 	guard := newConnGuard(cfg.Server, time.Now, log)
-	gctx, stopGuard := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopGuard()
+	gctx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	gcDone := make(chan struct{})
+	defer func() { stopBackground(); <-gcDone }()
 	go guard.run(gctx)
+	go func() { defer close(gcDone); tuneGC(gctx, gcHeadroom, time.Second, getenv, log) }()
 	servers := []served{{guard.server(cfg.Server, app.handler, log), guard.listener(ln)}}
 	adminURL := ""
 	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
