@@ -36,29 +36,40 @@ func listEndpoint[T any](s *Server, res normalize.Resource, name string,
 	list func(upstream.Backend, context.Context, upstream.Scope, normalize.Criteria) ([]T, error),
 	appendList func([]byte, render.Format, []T, render.Options) []byte,
 ) apiHandler {
-	return func(w http.ResponseWriter, r *request) error {
-		c, err := s.criteria(r, res, parse)
+	return func(w http.ResponseWriter, r request) (string, error) {
+		c, err := s.criteria(&r, res, parse)
 		if err != nil {
-			return err
+			return "", err
 		}
-		k := s.cacheKey(r, name, c.Key())
-		if s.answerFresh(w, r, k) {
-			return nil
+		k := s.cacheKey(&r, name, c.Key())
+		if outcome, ok := s.answerFresh(w, &r, k); ok {
+			return outcome, nil
 		}
-		t, f, o := r.who.tenant, r.format, s.renderOptions(r, c.Detail())
-		scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
-		return s.serve(w, r, k, func(ctx context.Context) ([]byte, bool, error) {
-			var items []T
-			err := s.call(ctx, r, func(ctx context.Context) (err error) {
-				items, err = list(t.Backend, ctx, scope, *c)
-				return err
-			})
-			if err != nil {
-				return answerOrFail(f, err)
-			}
-			return appendList(nil, f, items, o), false, nil
-		})
+		return fillList(s, w, r, k, c, list, appendList)
 	}
+}
+
+// fillList answers a list request that the cache does not hold fresh. It is
+// apart from the handler so that only this path moves the request to the
+// heap (its loader closures keep it).
+func fillList[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, c *normalize.Criteria,
+	list func(upstream.Backend, context.Context, upstream.Scope, normalize.Criteria) ([]T, error),
+	appendList func([]byte, render.Format, []T, render.Options) []byte,
+) (string, error) {
+	t, f, o := r.who.tenant, r.format, s.renderOptions(&r, c.Detail())
+	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
+	err := s.serve(w, &r, k, func(ctx context.Context) ([]byte, bool, error) {
+		var items []T
+		err := s.call(ctx, &r, func(ctx context.Context) (err error) {
+			items, err = list(t.Backend, ctx, scope, *c)
+			return err
+		})
+		if err != nil {
+			return answerOrFail(f, err)
+		}
+		return appendList(nil, f, items, o), false, nil
+	})
+	return r.cache, err
 }
 
 // singleEndpoint makes the handler of a single resource (always full
@@ -67,33 +78,43 @@ func singleEndpoint[T any](s *Server, name, label string,
 	get func(upstream.Backend, context.Context, upstream.Scope, int64) (T, error),
 	appendOne func([]byte, render.Format, *T, render.Options) []byte,
 ) apiHandler {
-	return func(w http.ResponseWriter, r *request) error {
-		id, err := s.singleID(r)
+	return func(w http.ResponseWriter, r request) (string, error) {
+		id, err := s.singleID(&r)
 		if err != nil {
-			return err
+			return "", err
 		}
 		sid := strconv.FormatInt(id, 10)
-		k := s.cacheKey(r, name, sid)
-		if s.answerFresh(w, r, k) {
-			return nil
+		k := s.cacheKey(&r, name, sid)
+		if outcome, ok := s.answerFresh(w, &r, k); ok {
+			return outcome, nil
 		}
-		t, f, o := r.who.tenant, r.format, s.renderOptions(r, normalize.Full)
-		scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
-		return s.serve(w, r, k, func(ctx context.Context) ([]byte, bool, error) {
-			var item T
-			err := s.call(ctx, r, func(ctx context.Context) (err error) {
-				item, err = get(t.Backend, ctx, scope, id)
-				return err
-			})
-			if errors.Is(err, upstream.ErrNotFound) {
-				return render.AppendError(nil, f, label+" with ID "+sid+" not found"), true, nil
-			}
-			if err != nil {
-				return answerOrFail(f, err)
-			}
-			return appendOne(nil, f, &item, o), false, nil
-		})
+		return fillOne(s, w, r, k, id, label+" with ID "+sid+" not found", get, appendOne)
 	}
+}
+
+// fillOne answers a single-resource request that the cache does not hold
+// fresh (see fillList); notFound is the body's message for a missing id.
+func fillOne[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, id int64, notFound string,
+	get func(upstream.Backend, context.Context, upstream.Scope, int64) (T, error),
+	appendOne func([]byte, render.Format, *T, render.Options) []byte,
+) (string, error) {
+	t, f, o := r.who.tenant, r.format, s.renderOptions(&r, normalize.Full)
+	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
+	err := s.serve(w, &r, k, func(ctx context.Context) ([]byte, bool, error) {
+		var item T
+		err := s.call(ctx, &r, func(ctx context.Context) (err error) {
+			item, err = get(t.Backend, ctx, scope, id)
+			return err
+		})
+		if errors.Is(err, upstream.ErrNotFound) {
+			return render.AppendError(nil, f, notFound), true, nil
+		}
+		if err != nil {
+			return answerOrFail(f, err)
+		}
+		return appendOne(nil, f, &item, o), false, nil
+	})
+	return r.cache, err
 }
 
 // criteria returns the canonical criteria of the request's query, from the
@@ -258,19 +279,19 @@ func (s *Server) cacheKey(r *request, resource, criteria string) cache.Key {
 }
 
 // answerFresh writes the stored body of k when it is fresh, before any
-// loader is built: the common hit allocates no closures. With tracing on it
+// loader is built, and returns the cache outcome: the common hit allocates
+// no closures. With tracing on it
 // leaves everything to serve, whose cache.lookup span records the outcome.
-func (s *Server) answerFresh(w http.ResponseWriter, r *request, k cache.Key) bool {
+func (s *Server) answerFresh(w http.ResponseWriter, r *request, k cache.Key) (outcome string, ok bool) {
 	if s.cache == nil || s.tracer != nil {
-		return false
+		return "", false
 	}
-	e, outcome, now, ok := s.cache.Fresh(k, r.st.policy(k.Resource))
+	e, o, now, ok := s.cache.Fresh(k, r.st.policy(k.Resource))
 	if !ok {
-		return false
+		return "", false
 	}
-	r.cache = outcome.String()
-	s.writeEntry(w, r.Request, e, outcome, now)
-	return true
+	s.writeEntry(w, r.Request, e, o, now)
+	return o.String(), true
 }
 
 // serve answers k from the cache, filling it through load on a miss.

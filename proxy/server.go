@@ -250,15 +250,19 @@ type request struct {
 	cache   string // the cache outcome, once the cache was consulted
 }
 
-// apiHandler is an API endpoint: it returns an error instead of writing one.
-type apiHandler func(w http.ResponseWriter, r *request) error
+// apiHandler is an API endpoint: it returns the cache outcome ("" when the
+// cache was not consulted), and an error instead of writing one. It gets
+// the request by value, so that a cache hit allocates no request on the
+// heap (a pointer through a function value always escapes); the paths that
+// fill the cache copy it to the heap themselves.
+type apiHandler func(w http.ResponseWriter, r request) (cacheOutcome string, err error)
 
 // api adapts an apiHandler to http.Handler: it authenticates, checks the
 // country, runs the handler and maps any error through classify.
 func (s *Server) api(format render.Format, h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rq := &request{Request: r, ctx: r.Context(), st: s.live.Load(), format: format}
-		rq.who = s.authenticate(rq)
+		rq := request{Request: r, ctx: r.Context(), st: s.live.Load(), format: format}
+		rq.who = s.authenticate(&rq)
 		var err error
 		switch {
 		case rq.who == nil:
@@ -270,7 +274,7 @@ func (s *Server) api(format render.Format, h apiHandler) http.Handler {
 			if rq.loc == nil {
 				err = &Error{Status: http.StatusNotFound, Message: "Unknown country " + strconv.Quote(truncate(rq.country, 16))}
 			} else {
-				err = h(w, rq)
+				rq.cache, err = h(w, rq)
 			}
 		}
 		if err != nil {
