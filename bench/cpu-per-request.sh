@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Server CPU time (user + system) per cache-hit request, listingproxy versus
-# the constant server replaying the same response bytes (see bench/hit.sh), read from /proc/PID/stat around fixed wrk runs.
-# Far less noisy than throughput on a shared VM: it says how much work each
-# server does per request, whatever else the machine is doing.
+# the constant server replaying the same response bytes (see bench/hit.sh),
+# read from /proc/PID/stat around fixed wrk runs.
+# It says how much work each server does per request; on a shared VM it is
+# as noisy as throughput (the host's speed itself varies), so compare the
+# two servers within a round.
 #
 #   bash bench/cpu-per-request.sh        # ROUNDS=3 alternating 4s runs
 set -euo pipefail

@@ -4,7 +4,7 @@
 # 127.0.0.1. Authentication is on for listingproxy (Basic, memoised); the
 # access log is off (log.level: error) as it would be for a throughput run.
 #
-#   bash bench/hit.sh            # DURATION=3s ROUNDS=9 CONNECTIONS=32 by default
+#   bash bench/hit.sh            # DURATION=3s ROUNDS=15 CONNECTIONS=32 by default (about 5 minutes)
 #   PIN=0 bash bench/hit.sh      # no CPU pinning: servers and wrk share every core
 #
 # The baseline, bench/cmd/constserver, is a bare net/http server (one
@@ -25,7 +25,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-3s}
-ROUNDS=${ROUNDS:-9}
+ROUNDS=${ROUNDS:-15}
 CONNECTIONS=${CONNECTIONS:-32}
 
 if ! command -v wrk >/dev/null; then
