@@ -245,7 +245,8 @@ func TestRunClosesSlowHeaders(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(edited), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := startRun(t, cfgPath)
+	base, _ := startRun(t, cfgPath)
+	addr := strings.TrimPrefix(base, "http://")
 	conn := dial(t, addr)
 	_, _ = io.WriteString(conn, "GET /au/properties.xml HTTP/1.1\r\nHo")
 	start := time.Now()
@@ -273,9 +274,10 @@ func roundTrip401(t *testing.T, conn net.Conn) {
 	}
 }
 
-// startRun runs the service on cfgPath until the test ends and returns its
-// public host:port.
-func startRun(t *testing.T, cfgPath string) string {
+// startRun runs the service on cfgPath until the test ends (then it must
+// shut down cleanly: run returns nil) and returns its public and admin base
+// URLs, once it prints where it listens.
+func startRun(t *testing.T, cfgPath string) (base, admin string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
@@ -286,15 +288,19 @@ func startRun(t *testing.T, cfgPath string) string {
 	}()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run returned %v after shutdown, want nil", err)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("run returned %v after shutdown, want nil", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("run did not return after its context was cancelled")
 		}
 	})
 	lines := bufio.NewScanner(pr)
-	base := ""
 	for lines.Scan() {
 		if m := listenLine.FindStringSubmatch(lines.Text()); m != nil {
-			base = m[1]
+			base, admin = m[1], m[2]
 			break
 		}
 	}
@@ -302,5 +308,5 @@ func startRun(t *testing.T, cfgPath string) string {
 	if base == "" {
 		t.Fatal("run never printed where it listens")
 	}
-	return strings.TrimPrefix(base, "http://")
+	return base, admin
 }

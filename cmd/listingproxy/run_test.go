@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net/http"
@@ -36,30 +35,10 @@ func demoConfig(t *testing.T) string {
 var listenLine = regexp.MustCompile(`listening on (http://\S+) \(admin: (http://\S+),`)
 
 // TestRunServesTheDemo starts the real service with run, waits for
-// /healthz, makes an authenticated request, and shuts it down.
+// /healthz, makes an authenticated request, and shuts it down (startRun
+// checks that run then returns nil).
 func TestRunServesTheDemo(t *testing.T) {
-	cfg := demoConfig(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"listingproxy", "-config", cfg}, func(string) string { return "" }, strings.NewReader(""), pw, io.Discard)
-		pw.Close()
-	}()
-
-	lines := bufio.NewScanner(pr)
-	var base, admin string
-	for lines.Scan() {
-		if m := listenLine.FindStringSubmatch(lines.Text()); m != nil {
-			base, admin = m[1], m[2]
-			break
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	if base == "" {
-		t.Fatalf("run never printed where it listens; run returned %v", <-done)
-	}
+	base, admin := startRun(t, demoConfig(t))
 	client := &http.Client{Timeout: 10 * time.Second}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -89,16 +68,6 @@ func TestRunServesTheDemo(t *testing.T) {
 	}
 	if ct := resp.Header.Get("Content-Type"); ct != "application/json; charset=utf-8" {
 		t.Errorf("Content-Type = %q", ct)
-	}
-
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run returned %v after shutdown, want nil", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not return after its context was cancelled")
 	}
 }
 
