@@ -89,6 +89,9 @@ func (g *connGuard) server(c config.Server, h http.Handler, log *slog.Logger) *h
 		MaxHeaderBytes: int(c.MaxHeaderBytes),
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		ConnState:      g.connState,
+		// OPTIONS * is answered by the proxy's handler (spec error body),
+		// not net/http's empty 200.
+		DisableGeneralOptionsHandler: true,
 	}
 }
 

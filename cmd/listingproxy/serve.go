@@ -199,6 +199,9 @@ func newHTTPServer(c config.Server, h http.Handler, log *slog.Logger) *http.Serv
 		IdleTimeout:       c.IdleTimeout.D(),
 		MaxHeaderBytes:    int(c.MaxHeaderBytes),
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// OPTIONS * is answered by the proxy's handler (spec error body),
+		// not net/http's empty 200.
+		DisableGeneralOptionsHandler: true,
 	}
 }
 
