@@ -41,10 +41,6 @@ const (
 	retryAfterSeconds = "15"
 )
 
-// errUnavailable marks a backend that cannot answer now (failure, timeout,
-// open breaker): 503 with Retry-After.
-var errUnavailable = errors.New("backend unavailable")
-
 // classify maps any error a handler returns to the client-facing Error. It
 // is the one table from error to HTTP status:
 //
@@ -52,7 +48,8 @@ var errUnavailable = errors.New("backend unavailable")
 //	normalize.Errors         200, error list (the spec's criteria errors)
 //	*upstream.CriteriaError  200, error list (criteria rejected by a legacy backend)
 //	context.Canceled         499 (client gone; logged only)
-//	errUnavailable, other    503 + Retry-After, single error
+//	any other error          503 + Retry-After, single error (backend failure,
+//	                         timeout, open breaker)
 func classify(err error) *Error {
 	var e *Error
 	var fe normalize.Errors

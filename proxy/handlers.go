@@ -65,7 +65,7 @@ func fillList[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, c
 			return err
 		})
 		if err != nil {
-			return answerOrFail(f, err)
+			return answerOrFail(f, err, msgNotFound)
 		}
 		return appendList(nil, f, items, o), false, nil
 	})
@@ -106,11 +106,8 @@ func fillOne[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, id
 			item, err = get(t.Backend, ctx, scope, id)
 			return err
 		})
-		if errors.Is(err, upstream.ErrNotFound) {
-			return render.AppendError(nil, f, notFound), true, nil
-		}
 		if err != nil {
-			return answerOrFail(f, err)
+			return answerOrFail(f, err, notFound)
 		}
 		return appendOne(nil, f, &item, o), false, nil
 	})
@@ -169,14 +166,17 @@ func parseQuery(raw string) (url.Values, error) {
 	return nil, normalize.Errors{{Field: "query", Message: msg}}
 }
 
-// answerOrFail turns a backend's criteria rejection into an error-list body
-// (an answer, cached as negative) and passes every other error on.
-func answerOrFail(f render.Format, err error) ([]byte, bool, error) {
-	var ce *upstream.CriteriaError
-	if errors.As(err, &ce) {
+// answerOrFail turns a backend's answer (upstream.IsAnswer) into its error
+// body, cached as negative: a criteria rejection becomes the error list, a
+// missing record the single error notFound. Every other error is passed on.
+func answerOrFail(f render.Format, err error, notFound string) ([]byte, bool, error) {
+	if !upstream.IsAnswer(err) {
+		return nil, false, err
+	}
+	if ce, ok := errors.AsType[*upstream.CriteriaError](err); ok {
 		return render.AppendErrors(nil, f, ce.Errors), true, nil
 	}
-	return nil, false, err
+	return render.AppendError(nil, f, notFound), true, nil
 }
 
 // singleID checks the caller may see full detail (single resources are

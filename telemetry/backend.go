@@ -98,9 +98,8 @@ func (b *instrumented) start(ctx context.Context, op string, s upstream.Scope) (
 // failure classifies err as a failure reason, or "" for success and
 // answers.
 func failure(err error) string {
-	var ce *upstream.CriteriaError
 	switch {
-	case err == nil, errors.Is(err, upstream.ErrNotFound), errors.As(err, &ce):
+	case err == nil, upstream.IsAnswer(err):
 		return ""
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"

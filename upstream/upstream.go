@@ -44,18 +44,33 @@ type Backend interface {
 }
 
 // ErrNotFound is returned by GetProperty and GetAgent when no record with that
-// id exists in the scope. It is an answer, not a failure: breakers never count
-// it.
+// id exists in the scope. It is an answer, not a failure (see IsAnswer).
 var ErrNotFound = errors.New("not found")
 
 // CriteriaError is returned by a backend that rejects the criteria itself (a
-// legacy CRM answering with an error list). It is an answer, not a failure.
+// legacy CRM answering with an error list). It is an answer, not a failure
+// (see IsAnswer).
 type CriteriaError struct {
 	Errors normalize.Errors
 }
 
 func (e *CriteriaError) Error() string {
 	return fmt.Sprintf("backend rejected criteria: %v", e.Errors)
+}
+
+// IsAnswer reports whether err, returned by a Backend, is an answer from a
+// healthy backend rather than a failure: ErrNotFound or a *CriteriaError,
+// wrapped or not. Answers are served (and cached) as the spec's error
+// bodies, count as successes for breakers and are not errors in metrics or
+// spans. This is the one place the rule is written.
+//
+// context.Canceled is not an answer: a caller that went away learned
+// nothing from the backend, good or bad. It is not a failure either;
+// breakers leave such calls uncounted and metrics report them as
+// "canceled". nil is not an answer (it is a success with data).
+func IsAnswer(err error) bool {
+	var ce *CriteriaError
+	return errors.Is(err, ErrNotFound) || errors.As(err, &ce)
 }
 
 // Property is one listing. Nullable numbers are pointers: nil renders as an

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -398,19 +397,12 @@ func breakerOptions(name string, c config.Breaker, log *slog.Logger, m *telemetr
 	return cache.BreakerOptions{
 		Name: name, ConsecutiveFailures: c.Failures, FailureRatio: c.FailureRatio, MinRequests: c.MinRequests,
 		Window: c.Window.D(), OpenFor: c.OpenFor.D(), HalfOpenProbes: c.HalfOpenProbes,
-		IsAnswer: isAnswer,
+		IsAnswer: upstream.IsAnswer,
 		OnStateChange: func(name string, from, to cache.State) {
 			m.BreakerTransition(name, from, to)
 			log.Warn("breaker state change", "backend", name, "from", from.String(), "to", to.String())
 		},
 	}
-}
-
-// isAnswer reports backend errors that are answers, not failures: they never
-// count against a breaker.
-func isAnswer(err error) bool {
-	var ce *upstream.CriteriaError
-	return errors.Is(err, upstream.ErrNotFound) || errors.As(err, &ce) || errors.Is(err, context.Canceled)
 }
 
 // adminHandler serves the operator endpoints on the admin listener:

@@ -39,9 +39,9 @@
 // "crm: list properties au: upstream status 502"; a failure caused by this
 // package's own Timeout deliberately does not wrap context.DeadlineExceeded,
 // so callers can tell an upstream timeout (a backend failure) from their own
-// cancellation (not a failure). Only *upstream.CriteriaError and
-// upstream.ErrNotFound are answers; everything else should count against a
-// breaker.
+// cancellation (not a failure). Only upstream.IsAnswer errors
+// (*upstream.CriteriaError, upstream.ErrNotFound) are answers; everything
+// else should count against a breaker.
 //
 // The CRM enforces its own permissions on the tenant's upstream user: full
 // detail needs its "full" permission and raw prices its "prices" permission,
