@@ -33,6 +33,7 @@ type Config struct {
 	Tenants  map[string]Tenant  `yaml:"tenants"`
 	Users    []User             `yaml:"users"`
 	Admin    Admin              `yaml:"admin"`
+	Auth     Auth               `yaml:"auth"`
 
 	Cache     Cache     `yaml:"cache"`
 	Breaker   Breaker   `yaml:"breaker"`
@@ -81,6 +82,37 @@ type Tenant struct {
 	// Upstream credentials for a CRM backend.
 	UpstreamUsername string `yaml:"upstream_username"`
 	UpstreamPassword string `yaml:"upstream_password"`
+	// RateLimit bounds the tenant's API requests; nil (the default): none.
+	RateLimit *RateLimit `yaml:"rate_limit"`
+}
+
+// RateLimit is a token bucket: requests_per_second on average, bursts of
+// up to burst requests.
+type RateLimit struct {
+	RequestsPerSecond float64 `yaml:"requests_per_second"`
+	Burst             int     `yaml:"burst"` // default: requests_per_second rounded up (at least 1)
+}
+
+// Auth bounds the cost of checking API credentials. A verified
+// Authorization header is remembered (a hash of it, never the password) and
+// costs nothing more; unverified ones run bcrypt in a small pool, and
+// repeated failures are throttled per client address and per username.
+type Auth struct {
+	Workers int `yaml:"workers"` // concurrent bcrypt checks; default 0: one less than GOMAXPROCS (at least 1)
+	Queue   int `yaml:"queue"`   // checks waiting for a worker before 429; default 8
+	// FailuresPerAddress and FailuresPerUsername are token buckets of
+	// failed checks; an attempt finding its bucket empty gets 429 without
+	// a check. Defaults: 30 a minute, burst 10 per address; 10 a minute,
+	// burst 5 per username.
+	FailuresPerAddress  FailureLimit `yaml:"failures_per_address"`
+	FailuresPerUsername FailureLimit `yaml:"failures_per_username"`
+	VerifiedEntries     int          `yaml:"verified_entries"` // verified headers remembered (least recently used go first); default 10000
+}
+
+// FailureLimit is a token bucket of failed credential checks.
+type FailureLimit struct {
+	PerMinute float64 `yaml:"per_minute"`
+	Burst     int     `yaml:"burst"`
 }
 
 // Permissions a user may hold.
@@ -135,6 +167,10 @@ type Server struct {
 	IdleTimeout       Duration `yaml:"idle_timeout"`        // default 120s
 	MaxHeaderBytes    ByteSize `yaml:"max_header_bytes"`    // default 16KiB
 	ShutdownGrace     Duration `yaml:"shutdown_grace"`      // default 20s
+	// TrustedProxies are the addresses or CIDR prefixes of the proxies in
+	// front of listingproxy whose X-Forwarded-For / Forwarded headers name
+	// the client; default none (the client is the TCP peer).
+	TrustedProxies []string `yaml:"trusted_proxies"`
 }
 
 // Telemetry configures tracing.

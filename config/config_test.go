@@ -161,3 +161,64 @@ func TestSampleRatioZeroIsKept(t *testing.T) {
 		t.Errorf("sample_ratio 0 became %v, want 0 (no sampling)", got)
 	}
 }
+
+func TestAbuseLimits(t *testing.T) {
+	base := "backends: {d: {kind: sqlite, dsn: x}}\n"
+	t.Run("defaults", func(t *testing.T) {
+		cfg, err := config.Parse("c.yaml", []byte(base+"tenants: {a: {backend: d}, b: {backend: d, rate_limit: {requests_per_second: 2.5}}}\n"), noEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := config.Auth{
+			Queue:               8,
+			FailuresPerAddress:  config.FailureLimit{PerMinute: 30, Burst: 10},
+			FailuresPerUsername: config.FailureLimit{PerMinute: 10, Burst: 5},
+			VerifiedEntries:     10000,
+		}
+		if diff := cmp.Diff(want, cfg.Auth); diff != "" {
+			t.Errorf("auth defaults (-want +got):\n%s", diff)
+		}
+		if cfg.Tenants["a"].RateLimit != nil {
+			t.Errorf("tenant a: rate_limit = %+v, want none", cfg.Tenants["a"].RateLimit)
+		}
+		if diff := cmp.Diff(&config.RateLimit{RequestsPerSecond: 2.5, Burst: 3}, cfg.Tenants["b"].RateLimit); diff != "" {
+			t.Errorf("tenant b rate_limit (-want +got):\n%s", diff)
+		}
+		if len(cfg.Server.TrustedProxies) != 0 {
+			t.Errorf("trusted_proxies = %v, want none", cfg.Server.TrustedProxies)
+		}
+	})
+	t.Run("problems", func(t *testing.T) {
+		src := base + `tenants:
+  a: {backend: d, rate_limit: {requests_per_second: 0, burst: -1}}
+server:
+  trusted_proxies: [10.0.0.0/8, proxy.example, "10.0.0.0/40", "::1"]
+auth:
+  workers: -1
+  queue: -2
+  failures_per_address: {per_minute: -1, burst: 0}
+  failures_per_username: {per_minute: 5}
+  verified_entries: -5
+`
+		_, err := config.Parse("c.yaml", []byte(src), noEnv)
+		probs, ok := err.(config.Problems)
+		if !ok {
+			t.Fatalf("error = %v (%T), want config.Problems", err, err)
+		}
+		want := []string{
+			`c.yaml:3: tenants.a.rate_limit.requests_per_second: must be a positive number (omit rate_limit for no limit)`,
+			`c.yaml:3: tenants.a.rate_limit.burst: must be at least 1`,
+			`c.yaml:5: server.trusted_proxies[1]: invalid address or CIDR prefix "proxy.example" (want e.g. 10.0.0.0/8, 192.0.2.7 or ::1)`,
+			`c.yaml:5: server.trusted_proxies[2]: invalid address or CIDR prefix "10.0.0.0/40" (want e.g. 10.0.0.0/8, 192.0.2.7 or ::1)`,
+			`c.yaml:7: auth.workers: must not be negative (0: one less than the number of CPUs)`,
+			`c.yaml:8: auth.queue: must be at least 1`,
+			`c.yaml:9: auth.failures_per_address.per_minute: must be a positive number`,
+			`c.yaml:9: auth.failures_per_address.burst: must be at least 1`,
+			`c.yaml:10: auth.failures_per_username.burst: must be at least 1`,
+			`c.yaml:11: auth.verified_entries: must be at least 1`,
+		}
+		if diff := cmp.Diff(want, []string(probs)); diff != "" {
+			t.Errorf("problems mismatch (-want +got):\n%s", diff)
+		}
+	})
+}

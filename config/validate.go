@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"net/url"
 	"regexp"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"listingproxy/clientip"
 )
 
 // Zones maps the country segments listingproxy knows to their time zone.
@@ -74,6 +77,9 @@ func (c *Config) ApplyDefaults() {
 	}
 	for name, t := range c.Tenants {
 		def(&t.UpstreamTenant, name)
+		if rl := t.RateLimit; rl != nil && rl.Burst == 0 {
+			rl.Burst = max(1, int(math.Ceil(rl.RequestsPerSecond)))
+		}
 		c.Tenants[name] = t
 	}
 	if c.Cache.MaxBytes == 0 {
@@ -103,6 +109,18 @@ func (c *Config) ApplyDefaults() {
 		c.Server.MaxHeaderBytes = 16 << 10
 	}
 	defD(&c.Server.ShutdownGrace, 20*time.Second)
+	if c.Auth.Queue == 0 {
+		c.Auth.Queue = 8
+	}
+	if c.Auth.FailuresPerAddress == (FailureLimit{}) {
+		c.Auth.FailuresPerAddress = FailureLimit{PerMinute: 30, Burst: 10}
+	}
+	if c.Auth.FailuresPerUsername == (FailureLimit{}) {
+		c.Auth.FailuresPerUsername = FailureLimit{PerMinute: 10, Burst: 5}
+	}
+	if c.Auth.VerifiedEntries == 0 {
+		c.Auth.VerifiedEntries = 10000
+	}
 	def(&c.Telemetry.ServiceName, "listingproxy")
 	def(&c.Telemetry.Exporter, "none")
 	if c.Telemetry.SampleRatio == nil {
@@ -214,6 +232,14 @@ func (c *Config) validate() []problem {
 		case b.Kind == KindCRM && (t.UpstreamUsername == "" || t.UpstreamPassword == ""):
 			add(p+".upstream_username", "a tenant on a crm backend needs upstream_username and upstream_password")
 		}
+		if rl := t.RateLimit; rl != nil {
+			if !(rl.RequestsPerSecond > 0) || math.IsInf(rl.RequestsPerSecond, 0) {
+				add(p+".rate_limit.requests_per_second", "must be a positive number (omit rate_limit for no limit)")
+			}
+			if rl.Burst < 1 {
+				add(p+".rate_limit.burst", "must be at least 1")
+			}
+		}
 	}
 
 	users := map[string]bool{}
@@ -246,6 +272,31 @@ func (c *Config) validate() []problem {
 		if !slices.Contains(Resources, k) {
 			add("cache.ttls."+k, "unknown resource %q (want %s)", k, strings.Join(Resources, ", "))
 		}
+	}
+	for i, tp := range c.Server.TrustedProxies {
+		if _, err := clientip.ParsePrefix(tp); err != nil {
+			add(fmt.Sprintf("server.trusted_proxies[%d]", i), "invalid address or CIDR prefix %q (want e.g. 10.0.0.0/8, 192.0.2.7 or ::1)", tp)
+		}
+	}
+	if c.Auth.Workers < 0 {
+		add("auth.workers", "must not be negative (0: one less than the number of CPUs)")
+	}
+	if c.Auth.Queue < 1 {
+		add("auth.queue", "must be at least 1")
+	}
+	for _, f := range []struct {
+		path string
+		l    FailureLimit
+	}{{"auth.failures_per_address", c.Auth.FailuresPerAddress}, {"auth.failures_per_username", c.Auth.FailuresPerUsername}} {
+		if !(f.l.PerMinute > 0) || math.IsInf(f.l.PerMinute, 0) {
+			add(f.path+".per_minute", "must be a positive number")
+		}
+		if f.l.Burst < 1 {
+			add(f.path+".burst", "must be at least 1")
+		}
+	}
+	if c.Auth.VerifiedEntries < 1 {
+		add("auth.verified_entries", "must be at least 1")
 	}
 	if c.Breaker.FailureRatio < 0 || c.Breaker.FailureRatio > 1 {
 		add("breaker.failure_ratio", "must be between 0 and 1")
