@@ -1,19 +1,18 @@
 // Package config owns listingproxy's configuration file: its YAML schema,
-// strict decoding (unknown keys are errors), ${ENV} expansion for secrets,
-// defaults, and Validate, which lists every problem at once, each located by
-// its path in the file (and its line when known).
+// strict decoding (unknown keys are errors), ${VAR} expansion in every
+// scalar value (secrets, but also durations, numbers, booleans), defaults,
+// and validation, which lists every problem at once, each located by its
+// line and path in the file.
 //
 // Only cmd/ imports config: it turns a Config into constructor arguments, so
 // no other package reads configuration.
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"regexp"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -193,11 +192,12 @@ type Duration time.Duration
 // D returns the duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
-// UnmarshalYAML implements yaml.Unmarshaler.
+// UnmarshalYAML implements yaml.Unmarshaler. Its error is a *yaml.TypeError,
+// so that decoding goes on and reports the file's other problems too.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	v, err := time.ParseDuration(strings.TrimSpace(n.Value))
 	if err != nil || v < 0 {
-		return fmt.Errorf("line %d: invalid duration %q (want e.g. 500ms, 10s, 5m)", n.Line, n.Value)
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: invalid duration %q (want e.g. 500ms, 10s, 5m)", n.Line, n.Value)}}
 	}
 	*d = Duration(v)
 	return nil
@@ -228,11 +228,11 @@ func ParseByteSize(s string) (ByteSize, error) {
 	return ByteSize(n * mult), nil
 }
 
-// UnmarshalYAML implements yaml.Unmarshaler.
+// UnmarshalYAML implements yaml.Unmarshaler; errors as Duration's.
 func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
 	v, err := ParseByteSize(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: %v", n.Line, err)
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %v", n.Line, err)}}
 	}
 	*b = v
 	return nil
@@ -259,51 +259,43 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 	return Parse(path, data, getenv)
 }
 
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
-
 // Parse is Load on bytes; name is used in messages.
 func Parse(name string, data []byte, getenv func(string) string) (*Config, error) {
-	// Strict pass: unknown keys and type errors, with yaml's line numbers.
-	var strict Config
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&strict); err != nil && !errors.Is(err, io.EOF) {
-		return nil, Problems(yamlProblems(name, err))
-	}
-
-	// Second pass on the node tree: expand ${VAR} in scalar values (never in
-	// keys), remembering the line of every path for located messages.
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, Problems(yamlProblems(name, err))
+		return nil, Problems{locate(name, err.Error())}
 	}
-	lines := map[string]int{}
-	var probs []located
-	walk(&root, "", lines, func(path string, n *yaml.Node) {
-		if n.Kind != yaml.ScalarNode || !strings.Contains(n.Value, "${") {
-			return
-		}
-		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(ref string) string {
-			v := envRef.FindStringSubmatch(ref)[1]
-			val := getenv(v)
-			if val == "" {
-				probs = append(probs, located{path, n.Line, fmt.Sprintf("environment variable %s is not set", v)})
-			}
-			return val
-		})
-	})
+	// Check the tree against the schema first (unknown keys, values of the
+	// wrong type, unset variables), expanding ${VAR} on the way; then
+	// decode, default and validate, so one pass lists every problem.
+	s := schema{getenv: getenv, lines: map[string]int{}}
+	s.check(&root, reflect.TypeFor[Config](), "")
+	probs := s.probs
 	var cfg Config
+	decoded := true
 	if len(root.Content) > 0 {
-		if err := root.Decode(&cfg); err != nil {
+		err := root.Decode(&cfg)
+		var te *yaml.TypeError
+		switch {
+		case err == nil:
+		case len(probs) == 0: // the schema check should have caught it
 			return nil, Problems(yamlProblems(name, err))
+		case !errors.As(err, &te):
+			decoded = false // decoding stopped part way: validating would mislead
 		}
 	}
-	cfg.ApplyDefaults()
-	for _, p := range cfg.validate() {
-		probs = append(probs, located{p.path, lineOf(lines, p.path), p.msg})
+	if decoded {
+		cfg.ApplyDefaults()
+		for _, p := range cfg.validate() {
+			probs = append(probs, located{p.path, lineOf(s.lines, p.path), p.msg})
+		}
 	}
 	if len(probs) > 0 {
-		sort.SliceStable(probs, func(i, j int) bool { return probs[i].line < probs[j].line })
+		// File order; problems with no line (a missing section) last.
+		sort.SliceStable(probs, func(i, j int) bool {
+			li, lj := probs[i].line, probs[j].line
+			return li != 0 && (lj == 0 || li < lj)
+		})
 		out := make(Problems, len(probs))
 		for i, p := range probs {
 			out[i] = p.format(name)
@@ -350,36 +342,17 @@ func yamlProblems(name string, err error) []string {
 	if errors.As(err, &te) {
 		out := make([]string, len(te.Errors))
 		for i, e := range te.Errors {
-			out[i] = name + ": " + strings.TrimPrefix(e, "yaml: ")
+			out[i] = locate(name, e)
 		}
 		return out
 	}
-	return []string{name + ": " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	return []string{locate(name, err.Error())}
 }
 
-// walk visits every node with its dotted path (users[0].tenant).
-func walk(n *yaml.Node, path string, lines map[string]int, visit func(string, *yaml.Node)) {
-	switch n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			walk(c, path, lines, visit)
-		}
-		return
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			p := n.Content[i].Value
-			if path != "" {
-				p = path + "." + p
-			}
-			lines[p] = n.Content[i].Line
-			walk(n.Content[i+1], p, lines, visit)
-		}
-	case yaml.SequenceNode:
-		for i, c := range n.Content {
-			p := fmt.Sprintf("%s[%d]", path, i)
-			lines[p] = c.Line
-			walk(c, p, lines, visit)
-		}
+// locate turns yaml's "yaml: line 3: msg" into "name:3: msg".
+func locate(name, msg string) string {
+	if m := lineRef.FindStringSubmatch(msg); m != nil {
+		return name + ":" + m[1] + ": " + msg[len(m[0]):]
 	}
-	visit(path, n)
+	return name + ": " + strings.TrimPrefix(msg, "yaml: ")
 }

@@ -1,0 +1,183 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// schema checks a parsed file against Config's types before it is decoded,
+// so that every problem is found in one pass and located by path and line:
+// yaml.v3's own strict decoding stops at the first custom-type error (one
+// bad duration hid every other problem) and reports type errors by line
+// only. On the way it expands ${VAR} in every scalar value, before the value
+// is typed, so a variable may hold a duration, a number or a boolean.
+type schema struct {
+	getenv func(string) string
+	lines  map[string]int // path -> line, for validate's messages
+	probs  []located
+}
+
+var (
+	unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+	envRef          = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+	lineRef         = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
+)
+
+func (s *schema) add(n *yaml.Node, path, format string, args ...any) {
+	s.probs = append(s.probs, located{path, n.Line, fmt.Sprintf(format, args...)})
+}
+
+// check visits n, which is decoded into a value of type t at path.
+func (s *schema) check(n *yaml.Node, t reflect.Type, path string) {
+	if n.Kind == yaml.DocumentNode {
+		for _, c := range n.Content {
+			s.check(c, t, path)
+		}
+		return
+	}
+	if n.Kind == yaml.AliasNode || n.ShortTag() == "!!null" {
+		return // an alias is checked where its anchor is; null leaves the zero value
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		s.scalar(n, t, path)
+		return
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if !s.want(n, yaml.MappingNode, path) {
+			return
+		}
+		fields := map[string]reflect.Type{}
+		for f := range t.Fields() {
+			if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name != "" && name != "-" {
+				fields[name] = f.Type
+			}
+		}
+		s.mapping(n, path, func(key string) (reflect.Type, bool) {
+			ft, ok := fields[key]
+			return ft, ok
+		})
+	case reflect.Map:
+		if !s.want(n, yaml.MappingNode, path) {
+			return
+		}
+		s.mapping(n, path, func(string) (reflect.Type, bool) { return t.Elem(), true })
+	case reflect.Slice:
+		if !s.want(n, yaml.SequenceNode, path) {
+			return
+		}
+		for i, c := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			s.lines[p] = c.Line
+			s.check(c, t.Elem(), p)
+		}
+	default:
+		s.scalar(n, t, path)
+	}
+}
+
+// mapping checks the keys of n (unknown and repeated ones are problems)
+// and the value of each known key, typed by field. A repeated key is
+// dropped, as yaml.v3 would otherwise drop the whole mapping and validation
+// would report the mapping's other keys as missing.
+func (s *schema) mapping(n *yaml.Node, path string, field func(string) (reflect.Type, bool)) {
+	seen := map[string]int{}
+	kept := n.Content[:0]
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		p := k.Value
+		if path != "" {
+			p = path + "." + p
+		}
+		if line, dup := seen[k.Value]; dup {
+			s.add(k, p, "key %q repeated (first at line %d)", k.Value, line)
+			continue
+		}
+		kept = append(kept, k, v)
+		seen[k.Value] = k.Line
+		s.lines[p] = k.Line
+		ft, ok := field(k.Value)
+		if !ok {
+			s.add(k, p, "unknown key %q", k.Value)
+			continue
+		}
+		s.check(v, ft, p)
+	}
+	n.Content = kept
+}
+
+var kindNames = map[yaml.Kind]string{
+	yaml.ScalarNode: "a single value", yaml.MappingNode: "a mapping", yaml.SequenceNode: "a list",
+}
+
+func (s *schema) want(n *yaml.Node, kind yaml.Kind, path string) bool {
+	if n.Kind != kind {
+		s.add(n, path, "want %s, got %s", kindNames[kind], kindNames[n.Kind])
+		return false
+	}
+	return true
+}
+
+// scalar expands ${VAR} references in n and checks that its value decodes
+// as a t.
+func (s *schema) scalar(n *yaml.Node, t reflect.Type, path string) {
+	if !s.want(n, yaml.ScalarNode, path) {
+		return
+	}
+	if strings.Contains(n.Value, "${") {
+		unset := false
+		raw := n.Value
+		n.Value = envRef.ReplaceAllStringFunc(raw, func(ref string) string {
+			name := envRef.FindStringSubmatch(ref)[1]
+			v := s.getenv(name)
+			if v == "" {
+				unset = true
+				s.add(n, path, "environment variable %s is not set", name)
+			}
+			return v
+		})
+		if unset {
+			return
+		}
+		if t.Kind() != reflect.String {
+			// Let the expanded value be typed as if written bare:
+			// "${PORT}" is a number when PORT=8080.
+			n.Tag, n.Style = "", 0
+		}
+	}
+	if t.Kind() == reflect.String {
+		return // every scalar decodes as a string
+	}
+	if err := n.Decode(reflect.New(t).Interface()); err != nil {
+		s.add(n, path, "%s", typeProblem(t, n.Value, err))
+	}
+}
+
+// typeProblem says why value is not a t.
+func typeProblem(t reflect.Type, value string, err error) string {
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		msg := err.Error()
+		if te, ok := err.(*yaml.TypeError); ok && len(te.Errors) > 0 {
+			msg = te.Errors[0]
+		}
+		return lineRef.ReplaceAllString(msg, "")
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return fmt.Sprintf("invalid boolean %q (want true or false)", value)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return fmt.Sprintf("invalid integer %q", value)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("invalid count %q (want a whole number, 0 or more)", value)
+	case reflect.Float32, reflect.Float64:
+		return fmt.Sprintf("invalid number %q", value)
+	}
+	return lineRef.ReplaceAllString(err.Error(), "")
+}
