@@ -7,6 +7,11 @@
 // program builds a Criteria any other way, so every Criteria is valid and
 // canonical.
 //
+// Every query parameter is one row of the table in params.go (its names, the
+// lists that take it, its role under rules 1 and 2, its parser, its part of
+// the Key and of Values): a new criterion is a field in PropertyFilter or
+// AgentFilter plus one row.
+//
 // The decisions it implements (design.md section 4, spec sections 4.1, 4.3, 7):
 //
 //   - "key=v" and "key[]=v" are one parameter; their values are merged, those

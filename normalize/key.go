@@ -21,47 +21,11 @@ func (c *Criteria) buildKey() string {
 	w.b.Grow(160)
 	w.b.WriteString(c.resource.String())
 	w.b.WriteByte('?')
-	switch c.resource {
-	case Properties:
-		p := &c.prop
-		w.ints("id", p.IDs)
-		w.texts("agency_id", p.AgencyIDs)
-		w.ints("agent_id", p.AgentIDs)
-		w.text("street_number", p.StreetNumber)
-		w.text("street_name", p.StreetName)
-		w.float("price_from", p.PriceFrom)
-		w.float("price_to", p.PriceTo)
-		w.texts("category", p.Categories)
-		w.texts("status", p.Statuses)
-		w.texts("property_type", p.PropertyTypes)
-		w.texts("price_type", p.PriceTypes)
-		w.int("bedrooms", p.Bedrooms)
-		w.int("bathrooms", p.Bathrooms)
-		if g := p.Geo; g != nil {
-			w.name("geo")
-			w.num(g.Lat)
-			w.b.WriteByte(',')
-			w.num(g.Long)
-			w.b.WriteByte(',')
-			w.num(g.RadiusKm)
+	for _, r := range params {
+		if r.lists.has(c.resource) {
+			r.key(&w, c)
 		}
-		if p.Featured {
-			w.text("featured", "true")
-		}
-		w.text("approved_from", p.ApprovedFrom)
-		w.text("approved_to", p.ApprovedTo)
-	case Agents:
-		a := &c.agent
-		w.ints("id", a.IDs)
-		w.text("name", a.Name)
-		w.text("username", a.Username)
 	}
-	w.text("detail", c.detail.String())
-	w.name("limit")
-	w.b.Write(strconv.AppendInt(w.buf[:0], int64(c.limit), 10))
-	w.name("offset")
-	w.b.Write(strconv.AppendInt(w.buf[:0], int64(c.offset), 10))
-	w.texts("order", c.order)
 	return w.b.String()
 }
 
@@ -112,6 +76,12 @@ func (w *keyWriter) ints(n string, ids []int64) {
 		}
 		w.b.Write(strconv.AppendInt(w.buf[:0], id, 10))
 	}
+}
+
+// number writes a whole number that is always present.
+func (w *keyWriter) number(n string, v int) {
+	w.name(n)
+	w.b.Write(strconv.AppendInt(w.buf[:0], int64(v), 10))
 }
 
 func (w *keyWriter) int(n string, v *int) {

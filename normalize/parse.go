@@ -48,146 +48,14 @@ const (
 	maxPage        = math.MaxInt32
 )
 
-// param identifies a known query parameter. The constants are in the order of
-// the spec's tables (properties, then the agent-only ones), which is the order
-// in which errors are reported.
-type param uint8
-
-const (
-	pID param = iota
-	pAgencyID
-	pAgentID
-	pStreetNumber
-	pStreetName
-	pPriceFrom
-	pPriceTo
-	pCategory
-	pStatus
-	pPropertyType
-	pPriceType
-	pBedrooms
-	pBathrooms
-	pGeoLat
-	pGeoLong
-	pGeoRad
-	pFeatured
-	pApprovedFrom
-	pApprovedTo
-	pName
-	pUsername
-	pDetail
-	pLimit
-	pOffset
-	pOrder
-	numParams
-)
-
-var paramNames = [numParams]string{
-	pID:           "id",
-	pAgencyID:     "agency_id",
-	pAgentID:      "agent_id",
-	pStreetNumber: "street_number",
-	pStreetName:   "street_name",
-	pPriceFrom:    "price_from",
-	pPriceTo:      "price_to",
-	pCategory:     "category",
-	pStatus:       "status",
-	pPropertyType: "property_type",
-	pPriceType:    "price_type",
-	pBedrooms:     "bedrooms",
-	pBathrooms:    "bathrooms",
-	pGeoLat:       "geo[lat]",
-	pGeoLong:      "geo[long]",
-	pGeoRad:       "geo[rad]",
-	pFeatured:     "featured",
-	pApprovedFrom: "approved_from",
-	pApprovedTo:   "approved_to",
-	pName:         "name",
-	pUsername:     "username",
-	pDetail:       "detail",
-	pLimit:        "limit",
-	pOffset:       "offset",
-	pOrder:        "order",
-}
-
-func (p param) String() string { return paramNames[p] }
-
-// lookupParam maps a query key to the parameter it names for resource r.
-// "key" and "key[]" name the same parameter, except for the geo sub-keys,
-// which are single-valued and take no "[]" form.
-func lookupParam(r Resource, key string) (param, bool) {
-	base, array := strings.CutSuffix(key, "[]")
-	switch base {
-	case "id":
-		return pID, true
-	case "detail":
-		return pDetail, true
-	case "limit":
-		return pLimit, true
-	case "offset":
-		return pOffset, true
-	case "order":
-		return pOrder, true
-	}
-	if r == Agents {
-		switch base {
-		case "name":
-			return pName, true
-		case "username":
-			return pUsername, true
-		}
-		return 0, false
-	}
-	switch base {
-	case "agency_id":
-		return pAgencyID, true
-	case "agent_id":
-		return pAgentID, true
-	case "street_number":
-		return pStreetNumber, true
-	case "street_name":
-		return pStreetName, true
-	case "price_from":
-		return pPriceFrom, true
-	case "price_to":
-		return pPriceTo, true
-	case "category":
-		return pCategory, true
-	case "status":
-		return pStatus, true
-	case "property_type":
-		return pPropertyType, true
-	case "price_type":
-		return pPriceType, true
-	case "bedrooms":
-		return pBedrooms, true
-	case "bathrooms":
-		return pBathrooms, true
-	case "featured":
-		return pFeatured, true
-	case "approved_from":
-		return pApprovedFrom, true
-	case "approved_to":
-		return pApprovedTo, true
-	}
-	if !array {
-		switch base {
-		case "geo[lat]":
-			return pGeoLat, true
-		case "geo[long]":
-			return pGeoLong, true
-		case "geo[rad]":
-			return pGeoRad, true
-		}
-	}
-	return 0, false
-}
-
 // parser holds one query's values by parameter. raw[p][0] holds the values of
 // "key", raw[p][1] those of "key[]"; they are read in that order, so the
 // result never depends on map iteration order.
 type parser struct {
-	raw  [numParams][2][]string
+	raw  [maxSlots][2][]string
+	// names are the slots' names (slotNames), reached through the parser
+	// so that the table's parse functions do not refer to the table.
+	names []string
 	o    Options
 	errs Errors
 }
@@ -196,28 +64,25 @@ type parser struct {
 // pointer: a parser lives on its caller's stack.)
 func (ps *parser) init(r Resource, q url.Values, o Options) {
 	ps.o = o
+	ps.names = slotNames
 	for k, vs := range q {
-		p, ok := lookupParam(r, k)
+		ref, ok := lookupParam(r, k)
 		if !ok {
 			continue
 		}
-		i := 0
-		if strings.HasSuffix(k, "[]") {
-			i = 1
-		}
-		ps.raw[p][i] = vs
+		ps.raw[ref.p][ref.array] = vs
 	}
 }
 
 func (ps *parser) fail(p param, msg string) {
-	ps.errs = append(ps.errs, FieldError{Field: p.String(), Message: msg})
+	ps.errs = append(ps.errs, FieldError{Field: ps.names[p], Message: msg})
 }
 
 // failf records an error that echoes the offending value. The format gets
 // two operands, the parameter name and the value; the messages are constants,
 // so nothing is built until a value is found invalid.
 func (ps *parser) failf(p param, format, value string) {
-	ps.fail(p, fmt.Sprintf(format, p.String(), echo(value)))
+	ps.fail(p, fmt.Sprintf(format, ps.names[p], echo(value)))
 }
 
 // given reports whether p has at least one non-empty value.
@@ -276,7 +141,7 @@ func single[T comparable](ps *parser, p param, parse func(string) (T, bool), msg
 			return true
 		}
 		if v != val {
-			ps.fail(p, p.String()+" is given more than once with different values")
+			ps.fail(p, ps.names[p]+" is given more than once with different values")
 			ok = false
 			return false
 		}
@@ -292,7 +157,7 @@ func single[T comparable](ps *parser, p param, parse func(string) (T, bool), msg
 // tooMany records an error when n distinct values exceed the limit.
 func (ps *parser) tooMany(p param, n int) bool {
 	if max := ps.o.maxValues(); n > max {
-		ps.fail(p, fmt.Sprintf("Too many values for %s: at most %d distinct values are accepted", p, max))
+		ps.fail(p, fmt.Sprintf("Too many values for %s: at most %d distinct values are accepted", ps.names[p], max))
 		return true
 	}
 	return false
@@ -406,20 +271,6 @@ const (
 	radMsg      = "Invalid %s %q: must be a number of kilometres greater than 0 and at most 1000"
 )
 
-// common parses the parameters every list takes: detail, limit, offset.
-func (ps *parser) common(c *Criteria) {
-	if d, ok := single(ps, pDetail, parseDetail, detailMsg); ok {
-		c.detail = d
-	}
-	c.limit = ps.o.maxResults()
-	if n, ok := single(ps, pLimit, pageNumber, pageMsg); ok && n < c.limit {
-		c.limit = n
-	}
-	if n, ok := single(ps, pOffset, pageNumber, pageMsg); ok {
-		c.offset = n
-	}
-}
-
 func pageNumber(s string) (int, bool) {
 	n, ok := wholeNumber(s, maxPage)
 	return int(n), ok
@@ -443,46 +294,12 @@ func ParseProperties(q url.Values, o Options) (Criteria, Errors) {
 	var ps parser
 	ps.init(Properties, q, o)
 	c := Criteria{resource: Properties}
-	f := &c.prop
-	switch {
-	case ps.given(pID): // rule 1: id overrides every other filter
-		f.IDs = ps.ids(pID, idMsg)
-	case ps.given(pAgencyID): // rule 2: so does agency_id, when id is absent
-		f.AgencyIDs = ps.texts(pAgencyID, false)
-	default:
-		ps.propertyFilters(f)
-	}
-	ps.common(&c)
-	c.order = ps.propertyOrder()
+	ps.parse(&c)
 	if ps.errs != nil {
 		return Criteria{}, ps.errs
 	}
 	c.key = c.buildKey()
 	return c, nil
-}
-
-func (ps *parser) propertyFilters(f *PropertyFilter) {
-	f.AgentIDs = ps.ids(pAgentID, agentIDMsg)
-	f.StreetNumber = ps.text(pStreetNumber)
-	f.StreetName = ps.text(pStreetName)
-	f.PriceFrom = ps.price(pPriceFrom)
-	f.PriceTo = ps.price(pPriceTo)
-	f.Categories = ps.enum(pCategory, categories, categoryMsg)
-	f.Statuses = ps.enum(pStatus, statuses, statusMsg)
-	f.PropertyTypes = ps.texts(pPropertyType, true)
-	f.PriceTypes = ps.texts(pPriceType, true)
-	f.Bedrooms = ps.rooms(pBedrooms)
-	f.Bathrooms = ps.rooms(pBathrooms)
-	f.Geo = ps.geo()
-	f.Featured, _ = single(ps, pFeatured, parseTrue, featuredMsg)
-	f.ApprovedFrom, _ = single(ps, pApprovedFrom, parseDate, dateMsg)
-	to, ok := single(ps, pApprovedTo, parseDate, dateMsg)
-	if ok && f.ApprovedFrom != "" && to < f.ApprovedFrom {
-		ps.fail(pApprovedTo, fmt.Sprintf("Invalid approved_to %q: must not be before approved_from %q",
-			compactDate(to), compactDate(f.ApprovedFrom)))
-	} else {
-		f.ApprovedTo = to
-	}
 }
 
 func (ps *parser) price(p param) *float64 {
@@ -513,8 +330,9 @@ func (ps *parser) rooms(p param) *int {
 	return &n
 }
 
-// geo parses geo[lat], geo[long] and geo[rad], which only come together.
-func (ps *parser) geo() *Geo {
+// geo parses geo[lat], geo[long] and geo[rad] (slots p, p+1 and p+2), which
+// only come together.
+func (ps *parser) geo(p param) *Geo {
 	type sub struct {
 		p        param
 		min, max float64
@@ -522,9 +340,9 @@ func (ps *parser) geo() *Geo {
 		msg      string
 	}
 	subs := [3]sub{
-		{pGeoLat, -90, 90, false, latMsg},
-		{pGeoLong, -180, 180, false, longMsg},
-		{pGeoRad, 0, maxRadiusKm, true, radMsg},
+		{p, -90, 90, false, latMsg},
+		{p + 1, -180, 180, false, longMsg},
+		{p + 2, 0, maxRadiusKm, true, radMsg},
 	}
 	var given [3]bool
 	anyGiven := false
@@ -540,7 +358,7 @@ func (ps *parser) geo() *Geo {
 	for i, s := range subs {
 		if !given[i] {
 			a, b := (i+1)%3, (i+2)%3
-			ps.fail(s.p, s.p.String()+" is required with "+subs[min(a, b)].p.String()+" and "+subs[max(a, b)].p.String())
+			ps.fail(s.p, ps.names[s.p]+" is required with "+ps.names[subs[min(a, b)].p]+" and "+ps.names[subs[max(a, b)].p])
 			good = false
 			continue
 		}
@@ -561,14 +379,14 @@ func (ps *parser) geo() *Geo {
 // the order first given, duplicates dropped, ending at "id". Names after "id"
 // cannot change an order by a unique key, so they are dropped (after being
 // validated); when "id" is absent it is appended as the tie-breaker.
-func (ps *parser) propertyOrder() []string {
+func (ps *parser) propertyOrder(p param) []string {
 	var seen uint32
 	var out []string
 	hasID := false
-	ps.each(pOrder, func(s string) bool {
+	ps.each(p, func(s string) bool {
 		i := foldIndex(propertyOrders, s)
 		if i < 0 {
-			ps.failf(pOrder, propertyOrderMsg, s)
+			ps.failf(p, propertyOrderMsg, s)
 			out = nil
 			return false
 		}
@@ -590,8 +408,8 @@ func (ps *parser) propertyOrder() []string {
 }
 
 // agentOrder parses the single-valued agent order and appends "id".
-func (ps *parser) agentOrder() []string {
-	i, ok := single(ps, pOrder, func(s string) (int, bool) {
+func (ps *parser) agentOrder(p param) []string {
+	i, ok := single(ps, p, func(s string) (int, bool) {
 		i := foldIndex(agentOrders, s)
 		return i, i >= 0
 	}, agentOrderMsg)
@@ -609,14 +427,7 @@ func ParseAgents(q url.Values, o Options) (Criteria, Errors) {
 	var ps parser
 	ps.init(Agents, q, o)
 	c := Criteria{resource: Agents}
-	if ps.given(pID) { // rule 1: id overrides every other filter
-		c.agent.IDs = ps.ids(pID, idMsg)
-	} else {
-		c.agent.Name = ps.text(pName)
-		c.agent.Username = ps.text(pUsername)
-	}
-	ps.common(&c)
-	c.order = ps.agentOrder()
+	ps.parse(&c)
 	if ps.errs != nil {
 		return Criteria{}, ps.errs
 	}
