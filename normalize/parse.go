@@ -52,12 +52,12 @@ const (
 // "key", raw[p][1] those of "key[]"; they are read in that order, so the
 // result never depends on map iteration order.
 type parser struct {
-	raw  [maxSlots][2][]string
+	raw [maxSlots][2][]string
 	// names are the slots' names (slotNames), reached through the parser
 	// so that the table's parse functions do not refer to the table.
 	names []string
-	o    Options
-	errs Errors
+	o     Options
+	errs  Errors
 }
 
 // init files the values of q by parameter. (Not a constructor returning a
