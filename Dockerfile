@@ -3,8 +3,8 @@
 # into /data on first start).
 #
 #   docker build -t listingproxy .
-#   docker run --rm -p 8080:8080 -p 9090:9090 listingproxy
-#   docker run --rm -p 8080:8080 -p 9090:9090 -v "$PWD/my.yaml:/etc/listingproxy/config.yaml:ro" listingproxy
+#   docker run --rm -p 8080:8080 -p 8081:8081 listingproxy
+#   docker run --rm -p 8080:8080 -p 8081:8081 -v "$PWD/my.yaml:/etc/listingproxy/config.yaml:ro" listingproxy
 
 FROM golang:1.26 AS build
 WORKDIR /src
@@ -22,7 +22,7 @@ COPY config.yaml /etc/listingproxy/config.yaml
 COPY --from=build --chown=65532:65532 /out/data /data
 WORKDIR /data
 USER 65532:65532
-EXPOSE 8080 9090
+EXPOSE 8080 8081
 # Inside the container the admin listener must be reachable from the host;
-# publish 9090 only where operators (and Prometheus) can reach it.
-ENTRYPOINT ["/listingproxy", "-config", "/etc/listingproxy/config.yaml", "-admin-listen", "0.0.0.0:9090"]
+# publish 8081 only where operators (and Prometheus) can reach it.
+ENTRYPOINT ["/listingproxy", "-config", "/etc/listingproxy/config.yaml", "-admin-listen", "0.0.0.0:8081"]

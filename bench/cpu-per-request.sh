@@ -21,7 +21,7 @@ go build -o "$work/constserver" ./bench/cmd/constserver
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 1 100); do if curl -s -o /dev/null "http://127.0.0.1:$1/"; then return; fi; sleep 0.1; done; exit 1; }
 LP=$(free_port); CS=$(free_port)
-sed -e "s|listen: \":8080\"|listen: \"127.0.0.1:$LP\"|" -e "s|admin_listen: \"127.0.0.1:9090\"|admin_listen: \"off\"|" \
+sed -e "s|listen: \"127.0.0.1:8080\"|listen: \"127.0.0.1:$LP\"|" -e "s|admin_listen: \"127.0.0.1:8081\"|admin_listen: \"off\"|" \
     -e "s|file:listingproxy-demo.db|file:$work/demo.db|" -e "s|level: info|level: error|" config.yaml > "$work/config.yaml"
 "${PIN[@]}" "$work/listingproxy" -config "$work/config.yaml" >/dev/null 2>&1 & pids+=($!); LPID=$!
 wait_port "$LP"

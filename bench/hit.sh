@@ -46,8 +46,8 @@ go build -o "$work/constserver" ./bench/cmd/constserver
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 1 100); do if curl -s -o /dev/null "http://127.0.0.1:$1/"; then return; fi; sleep 0.1; done; echo "port $1 never answered"; exit 1; }
 LP_PORT=$(free_port)
-sed -e "s|listen: \":8080\"|listen: \"127.0.0.1:$LP_PORT\"|" \
-    -e "s|admin_listen: \"127.0.0.1:9090\"|admin_listen: \"off\"|" \
+sed -e "s|listen: \"127.0.0.1:8080\"|listen: \"127.0.0.1:$LP_PORT\"|" \
+    -e "s|admin_listen: \"127.0.0.1:8081\"|admin_listen: \"off\"|" \
     -e "s|file:listingproxy-demo.db|file:$work/demo.db|" \
     -e "s|level: info|level: error|" config.yaml > "$work/config.yaml"
 "${SERVER_CPU[@]}" "$work/listingproxy" -config "$work/config.yaml" >"$work/lp.log" 2>&1 &

@@ -23,8 +23,8 @@ import (
 
 // Config is the whole configuration file.
 type Config struct {
-	Listen      string   `yaml:"listen"`       // public API listener, default ":8080"
-	AdminListen string   `yaml:"admin_listen"` // metrics, health, pprof, purge; default "127.0.0.1:9090"; "" or "off" disables
+	Listen      string   `yaml:"listen"`       // public API listener, default "127.0.0.1:8080"
+	AdminListen string   `yaml:"admin_listen"` // metrics, health, pprof, purge; default "127.0.0.1:8081"; "" or "off" disables
 	Countries   []string `yaml:"countries"`    // country segments served, default [au, nz]
 	MaxResults  int      `yaml:"max_results"`  // results of a list without limit, and the cap on limit; default 1000
 

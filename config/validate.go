@@ -37,8 +37,8 @@ func (c *Config) ApplyDefaults() {
 			*d = Duration(v)
 		}
 	}
-	def(&c.Listen, ":8080")
-	def(&c.AdminListen, "127.0.0.1:9090")
+	def(&c.Listen, "127.0.0.1:8080")
+	def(&c.AdminListen, "127.0.0.1:8081")
 	if len(c.Countries) == 0 {
 		c.Countries = []string{"au", "nz"}
 	}

@@ -56,12 +56,30 @@ func TestAdminPurge(t *testing.T) {
 
 func TestAdminHealth(t *testing.T) {
 	a := newDemoApp(t)
-	for _, p := range []string{"/healthz", "/readyz", "/debug/pprof/"} {
-		w := httptest.NewRecorder()
-		a.admin.ServeHTTP(w, httptest.NewRequest("GET", p, nil))
-		if w.Code != 200 {
-			t.Errorf("%s: status %d: %s", p, w.Code, w.Body)
-		}
+	tests := []struct {
+		path, user, pass string
+		status           int
+	}{
+		{"/healthz", "", "", http.StatusOK},
+		{"/readyz", "", "", http.StatusOK},
+		{"/debug/pprof/", "", "", http.StatusUnauthorized},
+		{"/debug/pprof/cmdline", "", "", http.StatusUnauthorized},
+		{"/debug/pprof/", "harbour", "harbour-demo", http.StatusUnauthorized},
+		{"/debug/pprof/", "admin", "admin-demo", http.StatusOK},
+		{"/debug/pprof/cmdline", "admin", "admin-demo", http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path+" "+tt.user, func(t *testing.T) {
+			r := httptest.NewRequest("GET", tt.path, nil)
+			if tt.user != "" {
+				r.SetBasicAuth(tt.user, tt.pass)
+			}
+			w := httptest.NewRecorder()
+			a.admin.ServeHTTP(w, r)
+			if w.Code != tt.status {
+				t.Errorf("status %d: %s, want %d", w.Code, w.Body, tt.status)
+			}
+		})
 	}
 	w := httptest.NewRecorder()
 	a.handler.ServeHTTP(w, httptest.NewRequest("GET", "/debug/pprof/", nil))

@@ -36,7 +36,7 @@ func TestDockerfile(t *testing.T) {
 	if user == "" || strings.HasPrefix(user, "0") || strings.HasPrefix(user, "root") {
 		t.Errorf("USER %q: want a non-root user", user)
 	}
-	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "COPY config.yaml", "EXPOSE 8080 9090", `"-admin-listen", "0.0.0.0:9090"`, "WORKDIR /data"} {
+	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "COPY config.yaml", "EXPOSE 8080 8081", `"-admin-listen", "0.0.0.0:8081"`, "WORKDIR /data"} {
 		if !strings.Contains(string(src), want) {
 			t.Errorf("Dockerfile lacks %s", want)
 		}

@@ -22,8 +22,8 @@ func demoConfig(t *testing.T) string {
 	}
 	dir := t.TempDir()
 	s := string(src)
-	s = strings.Replace(s, `listen: ":8080"`, `listen: "127.0.0.1:0"`, 1)
-	s = strings.Replace(s, `admin_listen: "127.0.0.1:9090"`, `admin_listen: "127.0.0.1:0"`, 1)
+	s = strings.Replace(s, `listen: "127.0.0.1:8080"`, `listen: "127.0.0.1:0"`, 1)
+	s = strings.Replace(s, `admin_listen: "127.0.0.1:8081"`, `admin_listen: "127.0.0.1:0"`, 1)
 	s = strings.Replace(s, `dsn: "file:listingproxy-demo.db"`, `dsn: "file:`+filepath.ToSlash(filepath.Join(dir, "demo.db"))+`"`, 1)
 	path := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {

@@ -407,7 +407,8 @@ func breakerOptions(name string, c config.Breaker, log *slog.Logger, m *telemetr
 
 // adminHandler serves the operator endpoints on the admin listener:
 // /healthz (the process answers), /readyz (every backend answers its ping
-// and no breaker is open), /metrics, /debug/pprof and POST /cache/purge.
+// and no breaker is open), /metrics, and behind the admin credentials
+// /debug/pprof and POST /cache/purge.
 // breakers returns the breakers in force (a reload may replace them).
 func adminHandler(cfg *config.Config, store *cache.Store, backends map[string]upstream.Backend, breakers func() map[string]*cache.Breaker, metrics http.Handler) http.Handler {
 	mux := http.NewServeMux()
@@ -437,11 +438,15 @@ func adminHandler(cfg *config.Config, store *cache.Store, backends map[string]up
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	// Profiles reveal the command line and cost CPU: admin credentials
+	// only, like the purge (none configured: pprof is off).
+	prof := http.NewServeMux()
+	prof.HandleFunc("/debug/pprof/", pprof.Index)
+	prof.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	prof.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	prof.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	prof.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/debug/pprof/", adminAuth(cfg.Admin, prof))
 	mux.Handle("POST /cache/purge", adminAuth(cfg.Admin, purgeHandler(cfg, store)))
 	return mux
 }
