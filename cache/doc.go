@@ -50,16 +50,29 @@
 // # Generations and purges
 //
 // [Store.Purge] never walks the cache. Every purge bumps a store-wide epoch
-// and records it against the tenant (or the tenant and resource); the
-// generation of a key is the larger of the two. Stored items carry the
-// generation that was current when their fill started, and a lookup accepts
-// an item only if its generation is still the key's generation. Flights are
-// keyed by generation too, so a request after a purge never joins a flight
-// that started before it, and a pre-purge fill is neither stored nor served
-// to later callers (only the callers that were already waiting on it, whose
-// requests predate the purge, receive its body). The generation tables are
-// copy-on-write behind an atomic pointer, so the hit path takes no lock; they
-// grow by one small record per purged tenant or resource.
+// and records it against the store, the tenant or the tenant's resource,
+// in two generations: the fill generation (the latest purge of either
+// [PurgeMode]) and the hard generation (the latest [Hard] purge). A key's
+// generations are the larger of its records'. Stored items carry the fill
+// generation that was current when their fill started. A lookup accepts
+// an item as current only if its generation is still the key's fill
+// generation; an item older than that but not older than the key's hard
+// generation was soft-purged: Get does not answer with it, it waits for a
+// fill as on a miss and serves it as [StaleIfError] only if that fill fails
+// (within TTL + StaleIfError of its StoredAt, never for Negative entries).
+// An item older than the hard generation is never served. So a soft purge
+// (a change notification: the body is probably outdated) keeps warm keys
+// answering while the backend is down, and a hard purge (the body must not
+// be shown again) does not.
+//
+// Flights are keyed by the fill generation, so a request after a purge of
+// either mode never joins a flight that started before it, and a pre-purge
+// fill is neither stored nor served to later callers (only the callers
+// that were already waiting on it, whose requests predate the purge,
+// receive its body). The generation tables are copy-on-write behind an
+// atomic pointer, so the hit path takes no lock; they grow by one small
+// record per purged tenant or resource, and a record that a wider purge
+// has overtaken in both generations is dropped.
 //
 // # Freshness ladder
 //

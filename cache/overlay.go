@@ -25,15 +25,16 @@ func newOverlay(maxBytes int64, maxEntries int) *overlay {
 	return &overlay{maxBytes: maxBytes, maxEntries: maxEntries, m: make(map[uint64]*item)}
 }
 
-// get returns the item stored for h if it is the one for k at generation gen.
-func (o *overlay) get(h uint64, k Key, gen uint64) *item {
+// get returns the item stored for h if it is the one for k and no hard
+// purge has hidden it (its generation is at least hard).
+func (o *overlay) get(h uint64, k Key, hard uint64) *item {
 	if o.n.Load() == 0 {
 		return nil
 	}
 	o.mu.Lock()
 	it := o.m[h]
 	o.mu.Unlock()
-	if it == nil || it.key != k || it.gen != gen {
+	if it == nil || it.key != k || it.gen < hard {
 		return nil
 	}
 	return it

@@ -119,7 +119,8 @@ type counters struct {
 	errors, loaderCalls, refreshes, panics   atomic.Uint64
 	joins, getFlights                        atomic.Uint64 // Waiters = joins - getFlights
 	evictions, rejects, overlayPuts, entries atomic.Uint64
-	purges, purgedFills                      atomic.Uint64
+	purges                                   [2]atomic.Uint64 // per PurgeMode
+	purgedFills                              atomic.Uint64
 }
 
 // item is what the Store keeps in ristretto and the overlay. Immutable
@@ -235,10 +236,16 @@ func (s *Store) Get(ctx context.Context, k Key, p Policy, load Loader) (*Entry, 
 		return s.bypass(ctx, k, p, load)
 	}
 	now := s.now()
-	gen := s.genOf(k)
+	g := s.genOf(k)
+	gen := g.fill
 	h := s.hash(k)
 	var stale *item
-	if it := s.lookup(h, k, gen); it != nil {
+	if it, current := s.lookup(h, k, g); it != nil && !current {
+		// Soft-purged: a fill first, the old body only if it fails.
+		if e := it.entry; !e.Negative && now.Sub(e.StoredAt) < p.TTL+p.StaleIfError {
+			stale = it
+		}
+	} else if it != nil {
 		e := it.entry
 		age := now.Sub(e.StoredAt)
 		switch {
@@ -271,8 +278,8 @@ func (s *Store) Fresh(k Key, p Policy) (_ *Entry, _ Outcome, now time.Time, ok b
 	if p.TTL <= 0 || s.closed.Load() {
 		return nil, Bypass, now, false
 	}
-	it := s.lookup(s.hash(k), k, s.genOf(k))
-	if it == nil {
+	it, current := s.lookup(s.hash(k), k, s.genOf(k))
+	if !current {
 		return nil, Miss, now, false
 	}
 	e := it.entry
@@ -411,7 +418,7 @@ func (s *Store) flight(ctx context.Context, h uint64, k Key, gen uint64, p Polic
 				span.End()
 			}()
 		}
-		if it := s.lookup(h, k, gen); it != nil && p.fresh(it.entry, s.now()) {
+		if it := s.lookupCurrent(h, k, gen); it != nil && p.fresh(it.entry, s.now()) {
 			res.entry, res.cached = it.entry, true
 			return res, nil
 		}
@@ -419,7 +426,7 @@ func (s *Store) flight(ctx context.Context, h uint64, k Key, gen uint64, p Polic
 		if err != nil {
 			return res, err
 		}
-		if s.genOf(k) == gen {
+		if s.genOf(k).fill == gen {
 			s.store(h, k, gen, e, p)
 		} else {
 			s.st.purgedFills.Add(1)
@@ -537,7 +544,7 @@ func (s *Store) bypass(ctx context.Context, k Key, p Policy, load Loader) (*Entr
 		s.st.errors.Add(1)
 		return nil, Bypass, err
 	}
-	ch := s.group.DoChan(flightKey('b', s.genOf(k), k), func() (any, error) {
+	ch := s.group.DoChan(flightKey('b', s.genOf(k).fill, k), func() (any, error) {
 		s.bg.add()
 		defer s.bg.done()
 		s.st.getFlights.Add(1)
@@ -561,13 +568,28 @@ func (s *Store) bypass(ctx context.Context, k Key, p Policy, load Loader) (*Entr
 	}
 }
 
-// lookup returns the item for k at generation gen, from ristretto or else
-// the overlay.
-func (s *Store) lookup(h uint64, k Key, gen uint64) *item {
-	if it, ok := s.c.Get(h); ok && it.gen == gen && it.key == k {
+// lookup returns the item stored for k, from ristretto or else the
+// overlay, unless a hard purge hides it. current is true when no purge at
+// all has covered it since its fill started (it.gen == g.fill); an item
+// returned with current false was soft-purged: only a failed fill may serve
+// it.
+func (s *Store) lookup(h uint64, k Key, g epochs) (_ *item, current bool) {
+	if it, ok := s.c.Get(h); ok && it.gen >= g.hard && it.key == k {
+		return it, it.gen == g.fill
+	}
+	if it := s.ov.get(h, k, g.hard); it != nil {
+		return it, it.gen == g.fill
+	}
+	return nil, false
+}
+
+// lookupCurrent returns the item for k at generation gen (not purged since),
+// or nil.
+func (s *Store) lookupCurrent(h uint64, k Key, gen uint64) *item {
+	if it, current := s.lookup(h, k, epochs{fill: gen, hard: gen}); current {
 		return it
 	}
-	return s.ov.get(h, k, gen)
+	return nil
 }
 
 // hash is k's ristretto key. Collisions cost only a miss: lookups compare
@@ -595,74 +617,119 @@ func flightKey(kind byte, gen uint64, k Key) string {
 	return string(b)
 }
 
-// generations records the epoch of the latest purge per tenant and per
-// tenant resource. Copy-on-write: never modified once published.
+// PurgeMode says what a purge does to the entries it covers.
+type PurgeMode uint8
+
+const (
+	// Soft makes the entries stale at once: the next Get waits for a fill
+	// as on a miss (it is not answered stale-while-revalidate), and gets
+	// the old body, as StaleIfError, only if that fill fails while the
+	// entry is within TTL + StaleIfError of its StoredAt. Negative entries
+	// have no stale phase: a soft purge drops them.
+	Soft PurgeMode = iota
+	// Hard drops the entries: no later Get is answered with them, even
+	// when its fill fails.
+	Hard
+)
+
+// String returns "soft" or "hard".
+func (m PurgeMode) String() string {
+	if m == Hard {
+		return "hard"
+	}
+	return "soft"
+}
+
+// epochs are the generations of one scope: fill is the epoch of the latest
+// purge of either mode, hard that of the latest hard purge (hard <= fill).
+type epochs struct{ fill, hard uint64 }
+
+// join is the componentwise maximum: a key is covered by the purges of its
+// store, its tenant and its resource.
+func (e epochs) join(o epochs) epochs {
+	return epochs{max(e.fill, o.fill), max(e.hard, o.hard)}
+}
+
+// covers reports whether e makes o redundant.
+func (e epochs) covers(o epochs) bool { return o.fill <= e.fill && o.hard <= e.hard }
+
+// generations records the epochs of the latest purges for the whole store,
+// per tenant and per tenant resource. Copy-on-write: never modified once
+// published.
 type generations struct {
-	all      uint64
-	tenant   map[string]uint64
-	resource map[tenantResource]uint64
+	all      epochs
+	tenant   map[string]epochs
+	resource map[tenantResource]epochs
 }
 
 type tenantResource struct{ tenant, resource string }
 
-// genOf is k's generation: the epoch of the latest purge that covers it.
-func (s *Store) genOf(k Key) uint64 {
+// genOf is k's generations: the epochs of the latest purges that cover it.
+func (s *Store) genOf(k Key) epochs {
 	g := s.gens.Load()
 	if g == nil {
-		return 0
+		return epochs{}
 	}
-	return max(g.all, g.tenant[k.Tenant], g.resource[tenantResource{k.Tenant, k.Resource}])
+	return g.all.join(g.tenant[k.Tenant]).join(g.resource[tenantResource{k.Tenant, k.Resource}])
 }
 
-// Purge drops a tenant's entries: every entry of the tenant when resource is
-// "", else those of that resource. Entries and fills that started before the
-// purge are never served to requests that arrive after it.
-func (s *Store) Purge(tenant, resource string) {
-	s.purge(tenant, resource, false)
+// Purge purges a tenant's entries: every entry of the tenant when resource
+// is "", else those of that resource. A Soft purge makes them stale, a Hard
+// purge drops them (see PurgeMode). Either way, fills that started before
+// the purge are neither stored nor served to requests that arrive after it.
+func (s *Store) Purge(tenant, resource string, mode PurgeMode) {
+	s.purge(tenant, resource, false, mode)
 }
 
-// PurgeAll drops every entry of every tenant.
-func (s *Store) PurgeAll() {
-	s.purge("", "", true)
+// PurgeAll purges every entry of every tenant, as Purge does.
+func (s *Store) PurgeAll(mode PurgeMode) {
+	s.purge("", "", true, mode)
 }
 
-func (s *Store) purge(tenant, resource string, all bool) {
+func (s *Store) purge(tenant, resource string, all bool, mode PurgeMode) {
 	s.purgeMu.Lock()
 	s.epoch++
+	e := epochs{fill: s.epoch}
+	if mode == Hard {
+		e.hard = s.epoch
+	}
 	old := s.gens.Load()
 	if old == nil {
 		old = &generations{}
 	}
 	n := &generations{
 		all:      old.all,
-		tenant:   make(map[string]uint64, len(old.tenant)+1),
-		resource: make(map[tenantResource]uint64, len(old.resource)+1),
+		tenant:   make(map[string]epochs, len(old.tenant)+1),
+		resource: make(map[tenantResource]epochs, len(old.resource)+1),
 	}
-	switch {
-	case all:
-		n.all = s.epoch
-	default:
-		for t, g := range old.tenant {
+	if all {
+		n.all = n.all.join(e)
+	}
+	// Keep only records that the broader ones have not overtaken in both
+	// epochs.
+	for t, g := range old.tenant {
+		if !n.all.covers(g) {
 			n.tenant[t] = g
 		}
-		if resource == "" {
-			n.tenant[tenant] = s.epoch
-		}
 	}
-	// Keep only resource records that no global or tenant-wide purge
-	// has since overtaken.
+	if !all && resource == "" {
+		n.tenant[tenant] = n.tenant[tenant].join(e)
+	}
 	for tr, g := range old.resource {
-		if g > n.all && g > n.tenant[tr.tenant] {
+		if !n.all.join(n.tenant[tr.tenant]).covers(g) {
 			n.resource[tr] = g
 		}
 	}
 	if !all && resource != "" {
-		n.resource[tenantResource{tenant, resource}] = s.epoch
+		tr := tenantResource{tenant, resource}
+		n.resource[tr] = n.resource[tr].join(e)
 	}
 	s.gens.Store(n)
 	s.purgeMu.Unlock()
-	s.ov.purge(tenant, resource, all)
-	s.st.purges.Add(1)
+	if mode == Hard {
+		s.ov.purge(tenant, resource, all)
+	}
+	s.st.purges[mode&1].Add(1)
 }
 
 // Stats is a snapshot of plain counters since New.
@@ -688,9 +755,10 @@ type Stats struct {
 	// Rejections counts entries it refused at admission or that were too
 	// large; OverlayPuts counts entries kept readable by the overlay.
 	Evictions, Rejections, OverlayPuts uint64
-	// Purges counts Purge and PurgeAll calls; PurgedFills counts fills whose
-	// result was not stored because a purge happened during them.
-	Purges, PurgedFills uint64
+	// SoftPurges and HardPurges count Purge and PurgeAll calls by mode;
+	// PurgedFills counts fills whose result was not stored because a purge
+	// (of either mode) happened during them.
+	SoftPurges, HardPurges, PurgedFills uint64
 }
 
 // Stats returns the current counters.
@@ -711,7 +779,8 @@ func (s *Store) Stats() Stats {
 		Evictions:    s.st.evictions.Load(),
 		Rejections:   s.st.rejects.Load(),
 		OverlayPuts:  s.st.overlayPuts.Load(),
-		Purges:       s.st.purges.Load(),
+		SoftPurges:   s.st.purges[Soft].Load(),
+		HardPurges:   s.st.purges[Hard].Load(),
 		PurgedFills:  s.st.purgedFills.Load(),
 	}
 	if j, f := s.st.joins.Load(), s.st.getFlights.Load(); j > f {

@@ -40,7 +40,7 @@ func TestFresh(t *testing.T) {
 	if _, _, _, ok := s.Fresh(k, p); ok {
 		t.Error("Fresh on a stale entry: ok")
 	}
-	s.Purge("a", "")
+	s.Purge("a", "", Hard)
 	clk = clk.Add(-p.TTL) // fresh again by age, but purged
 	if _, _, _, ok := s.Fresh(k, p); ok {
 		t.Error("Fresh after a purge: ok")

@@ -418,7 +418,7 @@ func TestPurgeDuringFill(t *testing.T) {
 		first <- result{e, o, err}
 	}()
 	<-l.started
-	s.Purge(key.Tenant, "")
+	s.Purge(key.Tenant, "", Hard)
 	close(l.gate)
 	// The caller that was already waiting gets the body it asked for...
 	if r := <-first; r.err != nil || body(r.e) != "v1" {
@@ -430,8 +430,8 @@ func TestPurgeDuringFill(t *testing.T) {
 	if err != nil || o != Miss || body(e) != "v2" || l.Calls() != 2 {
 		t.Errorf("after purge: Get = %q, %v, %v, %d calls; want miss v2, 2 calls", body(e), o, err, l.Calls())
 	}
-	if st := s.Stats(); st.PurgedFills != 1 || st.Purges != 1 {
-		t.Errorf("stats: purged fills %d, purges %d; want 1, 1", st.PurgedFills, st.Purges)
+	if st := s.Stats(); st.PurgedFills != 1 || st.HardPurges != 1 {
+		t.Errorf("stats: purged fills %d, purges %d; want 1, 1", st.PurgedFills, st.HardPurges)
 	}
 }
 
@@ -451,7 +451,7 @@ func TestGetAfterPurgeDoesNotJoinOldFlight(t *testing.T) {
 		first <- result{e, o, err}
 	}()
 	<-l.started
-	s.Purge(key.Tenant, key.Resource)
+	s.Purge(key.Tenant, key.Resource, Hard)
 
 	e, o, err := s.Get(context.Background(), key, pol, l.load)
 	if err != nil || o != Miss || body(e) != "v2" {
@@ -489,14 +489,14 @@ func TestPurgeScopes(t *testing.T) {
 	for _, k := range []Key{a1, a2, b1} {
 		fill(k)
 	}
-	s.Purge("a", "r1")
+	s.Purge("a", "r1", Hard)
 	expect("purge a/r1", map[Key]Outcome{a1: Miss, a2: Hit, b1: Hit})
-	s.Purge("a", "")
+	s.Purge("a", "", Hard)
 	expect("purge a", map[Key]Outcome{a1: Miss, a2: Miss, b1: Hit})
-	s.Purge("a", "r2")
-	s.Purge("b", "")
+	s.Purge("a", "r2", Hard)
+	s.Purge("b", "", Hard)
 	expect("purge a/r2 and b", map[Key]Outcome{a1: Hit, a2: Miss, b1: Miss})
-	s.PurgeAll()
+	s.PurgeAll(Hard)
 	expect("purge all", map[Key]Outcome{a1: Miss, a2: Miss, b1: Miss})
 	expect("refilled", map[Key]Outcome{a1: Hit, a2: Hit, b1: Hit})
 
@@ -547,7 +547,7 @@ func TestByteBound(t *testing.T) {
 							// the stored item with a bigger one.
 							size = 500 + (i*97)%(maxBytes/4)
 							k.Resource = "r" + itoa(i%8)
-							s.Purge(k.Tenant, k.Resource)
+							s.Purge(k.Tenant, k.Resource, Hard)
 						}
 						b := make([]byte, size)
 						rand.Read(b)
@@ -619,7 +619,7 @@ func TestKeysNeverShareEntries(t *testing.T) {
 					return
 				}
 				if i%500 == 0 {
-					s.Purge(k.Tenant, "")
+					s.Purge(k.Tenant, "", Hard)
 				}
 				if w == 0 && i%100 == 0 {
 					clock.Advance(time.Second) // some entries go stale and refresh
@@ -636,7 +636,7 @@ func TestLookupVerifiesKeyOnHashCollision(t *testing.T) {
 	hb := s.hash(b)
 	s.c.Set(hb, &item{key: a, hash: hb, entry: NewEntry([]byte("a"), "", false, t0)}, 1)
 	s.c.Wait()
-	if it := s.lookup(hb, b, 0); it != nil {
+	if it, _ := s.lookup(hb, b, epochs{}); it != nil {
 		t.Errorf("lookup(b) = item for %v, want nil", it.key)
 	}
 	if s.hash(a) == hb {

@@ -350,7 +350,7 @@ func watchChanges(cfg *config.Config, backends map[string]upstream.Backend, stor
 					purge = all
 				}
 				for _, tn := range purge {
-					store.Purge(tn, "")
+					store.Purge(tn, "", cache.Hard)
 				}
 				if len(purge) > 0 {
 					log.Debug("purged on change notification", "backend", name, "upstream_tenant", tenant, "resource", resource, "tenants", purge)
@@ -468,7 +468,7 @@ func purgeHandler(cfg *config.Config, store *cache.Store) http.Handler {
 			http.Error(w, fmt.Sprintf("unknown resource %q (want %s)", resource, strings.Join(config.Resources, ", ")), http.StatusBadRequest)
 			return
 		}
-		store.Purge(tenant, resource)
+		store.Purge(tenant, resource, cache.Hard)
 		fmt.Fprintf(w, "purged tenant=%s resource=%s\n", tenant, orAll(resource))
 	})
 }
