@@ -59,7 +59,8 @@ type Options struct {
 	Breakers map[string]*cache.Breaker
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
-	// Logger receives errors. Default: discard. (Access lines are the
+	// Logger receives the detail of failed requests, at debug level.
+	// Default: discard. (Access lines and aggregated failures are the
 	// Observe hook's business.)
 	Logger *slog.Logger
 	// TracerProvider makes the spans of a request: proxy.authenticate,
@@ -87,8 +88,15 @@ type RequestInfo struct {
 	// when the request was answered before the cache (authentication,
 	// criteria or permission errors).
 	Cache string
+	// User is the authenticated username; "" when authentication failed.
+	User string
 	// AuthFailed reports missing or wrong credentials (a 401).
 	AuthFailed bool
+	// Err is the failure behind a 5xx answer (backend failure, timeout,
+	// open breaker), for the operator's log; nil otherwise. The proxy logs
+	// it itself only at debug level, so that an outage does not write a
+	// line per request: the observer aggregates.
+	Err error
 }
 
 // ReloadOptions are the settings Reload replaces. A nil field keeps the
@@ -277,8 +285,13 @@ func (s *Server) api(format render.Format, h apiHandler) http.Handler {
 				rq.cache, err = h(w, rq)
 			}
 		}
+		var failure error
 		if err != nil {
-			if rq.who != nil && classify(err).Status == http.StatusServiceUnavailable {
+			status := classify(err).Status
+			if status >= 500 {
+				failure = err
+			}
+			if rq.who != nil && status == http.StatusServiceUnavailable {
 				if b := rq.st.breakers[rq.who.tenant.BackendName]; b != nil && b.RetryAfter() > 0 {
 					w.Header().Set("Retry-After", strconv.Itoa(int(b.RetryAfter().Seconds())))
 				}
@@ -286,9 +299,9 @@ func (s *Server) api(format render.Format, h apiHandler) http.Handler {
 			s.writeError(w, r, format, err)
 		}
 		if s.observe != nil {
-			info := RequestInfo{Cache: rq.cache, AuthFailed: rq.who == nil}
+			info := RequestInfo{Cache: rq.cache, AuthFailed: rq.who == nil, Err: failure}
 			if rq.who != nil {
-				info.Tenant, info.Backend = rq.who.tenant.Name, rq.who.tenant.BackendName
+				info.Tenant, info.Backend, info.User = rq.who.tenant.Name, rq.who.tenant.BackendName, rq.who.username
 			}
 			s.observe(w, info)
 		}
@@ -342,6 +355,8 @@ func (s *Server) startSpan(ctx context.Context, name string) (context.Context, t
 }
 
 // writeError writes err as the spec's error body in the requested format.
+// A 5xx is logged at debug level only: Options.Observe receives the failure
+// (RequestInfo.Err) and aggregates it, one line per backend per interval.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, f render.Format, err error) {
 	e := classify(err)
 	switch {
@@ -349,7 +364,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, f render.For
 		s.log.DebugContext(r.Context(), "client went away", "path", r.URL.Path, "err", e.Err)
 		return
 	case e.Status >= 500:
-		s.log.ErrorContext(r.Context(), "request failed", "path", r.URL.Path, "status", e.Status, "err", err)
+		s.log.DebugContext(r.Context(), "request failed", "path", r.URL.Path, "status", e.Status, "err", err)
 	}
 	if e.Status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", retryAfterSeconds)

@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -42,7 +43,7 @@ func tracedServer(t *testing.T, fb *fakeBackend) (http.Handler, *tracetest.InMem
 	if err != nil {
 		t.Fatal(err)
 	}
-	return telemetry.ServerHandler(telemetry.Middleware(nil, nil)(s), tp), exp, c
+	return telemetry.ServerHandler(telemetry.Middleware(telemetry.AccessOptions{})(s), tp), exp, c
 }
 
 // tree renders spans as indented "name" lines in start order under their
@@ -246,7 +247,8 @@ func TestReloadUnderLoad(t *testing.T) {
 func TestObserve(t *testing.T) {
 	var mu sync.Mutex
 	var got []proxy.RequestInfo
-	s := newServer(t, newFake(), proxy.Options{Cache: newCache(t), Observe: func(_ http.ResponseWriter, i proxy.RequestInfo) {
+	fb := newFake()
+	s := newServer(t, fb, proxy.Options{Cache: newCache(t), Observe: func(_ http.ResponseWriter, i proxy.RequestInfo) {
 		mu.Lock()
 		got = append(got, i)
 		mu.Unlock()
@@ -255,13 +257,26 @@ func TestObserve(t *testing.T) {
 	get(s, "GET", "harbour", "/au/properties/1.json")
 	get(s, "GET", "", "/au/properties/1.json")
 	get(s, "GET", "harbour", "/au/properties.json?bedrooms=x")
-	want := []proxy.RequestInfo{
-		{Tenant: "harbour", Backend: "fake", Cache: "miss"},
-		{Tenant: "harbour", Backend: "fake", Cache: "hit"},
-		{AuthFailed: true},
-		{Tenant: "harbour", Backend: "fake"},
+	down := errors.New("connection refused")
+	fb.mu.Lock()
+	fb.fail = down
+	fb.mu.Unlock()
+	if w := get(s, "GET", "summit", "/au/agents/1.json"); w.Code != http.StatusServiceUnavailable {
+		t.Fatalf("failing backend: status %d, want 503", w.Code)
 	}
-	if !slices.Equal(got, want) {
+	want := []proxy.RequestInfo{
+		{Tenant: "harbour", Backend: "fake", User: "harbour", Cache: "miss"},
+		{Tenant: "harbour", Backend: "fake", User: "harbour", Cache: "hit"},
+		{AuthFailed: true},
+		{Tenant: "harbour", Backend: "fake", User: "harbour"},
+	}
+	if len(got) != 5 || !errors.Is(got[4].Err, down) {
+		t.Fatalf("observed %+v, want 5 requests, the last with the backend's failure", got)
+	}
+	if got[4].Tenant != "summit" || got[4].User != "summit" {
+		t.Errorf("failed request observed as %+v", got[4])
+	}
+	if got = got[:4]; !slices.Equal(got, want) {
 		t.Errorf("observed\n%+v\nwant\n%+v", got, want)
 	}
 }

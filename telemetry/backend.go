@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"listingproxy/normalize"
 	"listingproxy/upstream"
 )
 
@@ -30,61 +31,68 @@ type BackendOptions struct {
 // backend.GetProperty, backend.ListAgents, backend.GetAgent; attributes:
 // backend name and kind, upstream tenant, country; never criteria) and with
 // latency and error metrics per backend and operation. Answers (not found,
-// criteria rejected) are not errors. It is an upstream.Wrap decorator.
+// criteria rejected) are not errors.
 func InstrumentBackend(b upstream.Backend, o BackendOptions) upstream.Backend {
-	ib := &instrumented{o: o}
+	ib := &instrumented{next: b, o: o, obs: map[string]prometheus.Observer{}}
 	if o.TracerProvider != nil {
 		ib.tracer = o.TracerProvider.Tracer("listingproxy/backend")
 	}
 	if o.Metrics != nil {
-		for _, op := range upstream.Ops {
-			ib.obs[op] = o.Metrics.BackendDuration.WithLabelValues(o.Name, op.String())
+		for _, op := range []string{opListProperties, opGetProperty, opListAgents, opGetAgent} {
+			ib.obs[op] = o.Metrics.BackendDuration.WithLabelValues(o.Name, op)
 			for _, reason := range []string{"timeout", "canceled", "error"} {
-				o.Metrics.BackendErrors.WithLabelValues(o.Name, op.String(), reason) // exported at 0 from the start
+				o.Metrics.BackendErrors.WithLabelValues(o.Name, op, reason) // exported at 0 from the start
 			}
 		}
 	}
-	return upstream.Wrap(b, ib.around)
+	return ib
 }
+
+const (
+	opListProperties = "ListProperties"
+	opGetProperty    = "GetProperty"
+	opListAgents     = "ListAgents"
+	opGetAgent       = "GetAgent"
+)
 
 type instrumented struct {
+	next   upstream.Backend
 	o      BackendOptions
 	tracer trace.Tracer
-	obs    [len(upstream.Ops)]prometheus.Observer // by upstream.Op
+	obs    map[string]prometheus.Observer
 }
 
-func (b *instrumented) around(ctx context.Context, call upstream.Call, next func(context.Context) error) error {
+func (b *instrumented) start(ctx context.Context, op string, s upstream.Scope) (context.Context, func(error)) {
 	begin := time.Now()
 	span := trace.SpanFromContext(ctx)
 	if b.tracer != nil {
-		s := call.Scope
-		ctx, span = b.tracer.Start(ctx, "backend."+call.Op.String(), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		ctx, span = b.tracer.Start(ctx, "backend."+op, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 			attribute.String("listingproxy.backend", b.o.Name),
 			attribute.String("listingproxy.backend.kind", b.o.Kind),
 			attribute.String("listingproxy.upstream_tenant", s.Tenant),
 			attribute.String("listingproxy.country", s.Country),
 		))
 	}
-	err := next(ctx)
-	reason := failure(err)
-	if b.o.Metrics != nil {
-		b.obs[call.Op].Observe(time.Since(begin).Seconds())
-		if reason != "" {
-			b.o.Metrics.BackendErrors.WithLabelValues(b.o.Name, call.Op.String(), reason).Inc()
+	return ctx, func(err error) {
+		reason := failure(err)
+		if b.o.Metrics != nil {
+			b.obs[op].Observe(time.Since(begin).Seconds())
+			if reason != "" {
+				b.o.Metrics.BackendErrors.WithLabelValues(b.o.Name, op, reason).Inc()
+			}
 		}
+		if b.tracer == nil {
+			return
+		}
+		if reason != "" {
+			// The reason only: backend messages may quote the query.
+			span.SetStatus(codes.Error, reason)
+			span.SetAttributes(attribute.String("error.type", reason))
+		} else if err != nil {
+			span.SetAttributes(attribute.String("listingproxy.backend.answer", answer(err)))
+		}
+		span.End()
 	}
-	if b.tracer == nil {
-		return err
-	}
-	if reason != "" {
-		// The reason only: backend messages may quote the query.
-		span.SetStatus(codes.Error, reason)
-		span.SetAttributes(attribute.String("error.type", reason))
-	} else if err != nil {
-		span.SetAttributes(attribute.String("listingproxy.backend.answer", answer(err)))
-	}
-	span.End()
-	return err
 }
 
 // failure classifies err as a failure reason, or "" for success and
@@ -106,4 +114,32 @@ func answer(err error) string {
 		return "not_found"
 	}
 	return "criteria_rejected"
+}
+
+func (b *instrumented) ListProperties(ctx context.Context, s upstream.Scope, c normalize.Criteria) ([]upstream.Property, error) {
+	ctx, end := b.start(ctx, opListProperties, s)
+	ps, err := b.next.ListProperties(ctx, s, c)
+	end(err)
+	return ps, err
+}
+
+func (b *instrumented) GetProperty(ctx context.Context, s upstream.Scope, id int64) (upstream.Property, error) {
+	ctx, end := b.start(ctx, opGetProperty, s)
+	p, err := b.next.GetProperty(ctx, s, id)
+	end(err)
+	return p, err
+}
+
+func (b *instrumented) ListAgents(ctx context.Context, s upstream.Scope, c normalize.Criteria) ([]upstream.Agent, error) {
+	ctx, end := b.start(ctx, opListAgents, s)
+	as, err := b.next.ListAgents(ctx, s, c)
+	end(err)
+	return as, err
+}
+
+func (b *instrumented) GetAgent(ctx context.Context, s upstream.Scope, id int64) (upstream.Agent, error) {
+	ctx, end := b.start(ctx, opGetAgent, s)
+	a, err := b.next.GetAgent(ctx, s, id)
+	end(err)
+	return a, err
 }

@@ -30,7 +30,7 @@ func BenchmarkMiddleware(b *testing.B) {
 		telemetry.Annotate(w, telemetry.Annotation{Tenant: "harbour", Cache: "hit"})
 		w.WriteHeader(http.StatusOK)
 	})
-	h := telemetry.Middleware(log, m)(mux)
+	h := telemetry.Middleware(telemetry.AccessOptions{Logger: log, Metrics: m})(mux)
 	r := httptest.NewRequest("GET", "/au/properties/1.xml", nil)
 	w := &discard{h: http.Header{}}
 	b.ReportAllocs()

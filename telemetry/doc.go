@@ -1,7 +1,11 @@
 // Package telemetry owns listingproxy's operational signals: the
 // OpenTelemetry tracer provider (exporter, sampler, resource, flush on
-// shutdown), the Prometheus metric set, the access-log and request-metrics
-// middleware, the server and client sides of HTTP tracing (route-named
+// shutdown), the Prometheus metric set (with build info, configuration
+// reloads, purges and per-tenant traffic, and the recent reloads and purges
+// for the operator's page), the access-log and request-metrics middleware
+// (request ids, client addresses behind trusted proxies), the aggregation
+// of repeated backend failures into one log line per backend per interval
+// (ErrorDigest), the server and client sides of HTTP tracing (route-named
 // server spans, W3C trace context to the legacy CRM), and an instrumented
 // upstream.Backend decorator.
 //
@@ -10,7 +14,9 @@
 // prometheus.DefaultRegisterer). It must not import proxy or config; cmd
 // adapts proxy's observation hook and the configuration to it.
 //
-// Attributes and labels carry the route pattern, the tenant, the backend
-// and outcomes only: never a password, an Authorization header, a raw path
-// or a caller's query values.
+// Span attributes and metric labels carry the route pattern, the tenant,
+// the backend and outcomes only: never a password, an Authorization
+// header, a raw path or a caller's query values. The access line alone
+// carries the path and query (an SRE searches by them), with the values of
+// credential-like parameters redacted and never the URL's userinfo.
 package telemetry

@@ -2,8 +2,13 @@ package telemetry
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -13,14 +18,21 @@ import (
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"listingproxy/clientip"
 )
 
 // Annotation is what a handler knows about its request that the middleware
-// cannot see: the caller's tenant and the cache outcome.
+// cannot see: the caller, the cache outcome, and the failure behind a 5xx.
 type Annotation struct {
 	Tenant     string // "" when unauthenticated
+	Backend    string // the tenant's backend; "" when unauthenticated
+	User       string // the authenticated username; "" when unauthenticated
 	Cache      string // cache outcome ("hit", "miss", ...); "" when none
 	AuthFailed bool   // missing or wrong credentials
+	// Err is the failure behind a 5xx answer (never shown to the client):
+	// it feeds the ErrorDigest of Backend instead of a line per request.
+	Err error
 }
 
 // Annotate records a for the access line and metrics of the request
@@ -41,20 +53,51 @@ func Annotate(w http.ResponseWriter, a Annotation) {
 	}
 }
 
-// Middleware returns the access-log and request-metrics middleware: one log
-// line per request (method, route, status, duration, bytes, cache outcome,
-// tenant, trace id; never the path's query, the Authorization header or a
-// credential) and the listingproxy_http_* and auth-failure metrics. It also
-// names the request's server span, if any, after the route pattern that
-// http.ServeMux matched ("GET /{country}/properties/{file}"), never the raw
-// path. log or m may be nil.
+// RequestIDHeader carries a request's id, in from a trusted proxy and out in
+// every response.
+const RequestIDHeader = "X-Request-Id"
+
+// AccessOptions configure Middleware. The zero value works: no log, no
+// metrics, client addresses and request ids from the TCP peer alone.
+type AccessOptions struct {
+	// Logger receives one "request" line per request at Info. Nil: none.
+	Logger *slog.Logger
+	// Metrics receives the listingproxy_http_*, per-tenant and
+	// auth-failure counts. Nil: none.
+	Metrics *Metrics
+	// TrustedProxies are the proxies (server.trusted_proxies) whose
+	// forwarding headers name the client address (clientip.Resolver) and
+	// whose X-Request-Id is kept; any other peer's id is replaced by a
+	// fresh one (a client must not pass itself off as another request).
+	// Default: none; the client is the TCP peer.
+	TrustedProxies []netip.Prefix
+	// Errors aggregates the failures behind 5xx answers (Annotation.Err)
+	// into one line per backend per interval. Nil: they are not logged.
+	Errors *ErrorDigest
+}
+
+// Middleware returns the access-log and request-metrics middleware. Each
+// request gets an id (X-Request-Id from a trusted proxy, else a fresh one),
+// echoed in the response before the handler runs. Once the handler returns
+// it writes one access line: method, route, path with its query (values of
+// credential-like parameters redacted; never the userinfo or the
+// Authorization header), status, bytes, duration, tenant, user, client
+// address, cache outcome, request id and trace id. It counts the
+// listingproxy_http_* and per-tenant metrics, passes a 5xx's failure to
+// the ErrorDigest, and names the request's server span, if any, after the
+// route pattern that http.ServeMux matched ("GET
+// /{country}/properties/{file}"), never the raw path.
 //
 // Place it inside ServerHandler (so the span and trace id exist) and
 // outside the ServeMux (so the pattern is known once the handler returns).
-func Middleware(log *slog.Logger, m *Metrics) func(http.Handler) http.Handler {
+func Middleware(o AccessOptions) func(http.Handler) http.Handler {
+	log, m := o.Logger, o.Metrics
+	clients := clientip.Resolver{Trusted: o.TrustedProxies}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Since(epoch) // monotonic only: one clock read, not two
+			id := requestID(r, o.TrustedProxies)
+			w.Header()[RequestIDHeader] = []string{id}
 			rec := recorders.Get().(*recorder)
 			*rec = recorder{ResponseWriter: w}
 			defer func() { *rec = recorder{}; recorders.Put(rec) }()
@@ -69,11 +112,18 @@ func Middleware(log *slog.Logger, m *Metrics) func(http.Handler) http.Handler {
 				span.SetName(method + " " + route)
 				span.SetAttributes(attribute.String("http.route", route))
 			}
+			note := &rec.note
 			if m != nil {
 				m.observeRequest(route, method, rec.status, elapsed.Seconds())
-				if rec.note.AuthFailed {
+				if note.AuthFailed {
 					m.AuthFailures.Inc()
 				}
+				if note.Tenant != "" {
+					m.tenants.count(note.Tenant, note.Backend, note.Cache, rec.status)
+				}
+			}
+			if note.Err != nil && rec.status >= 500 && o.Errors != nil {
+				o.Errors.Record(note.Backend, rec.status, note.Err)
 			}
 			if log == nil || !log.Enabled(r.Context(), slog.LevelInfo) {
 				return
@@ -81,11 +131,15 @@ func Middleware(log *slog.Logger, m *Metrics) func(http.Handler) http.Handler {
 			attrs := []slog.Attr{
 				slog.String("method", method),
 				slog.String("route", route),
+				slog.String("path", logPath(r.URL)),
 				slog.Int("status", rec.status),
 				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
 				slog.Int64("bytes", rec.bytes),
-				slog.String("cache", rec.note.Cache),
-				slog.String("tenant", rec.note.Tenant),
+				slog.String("tenant", note.Tenant),
+				slog.String("user", note.User),
+				slog.String("client", addrString(clients.Addr(r))),
+				slog.String("cache", note.Cache),
+				slog.String("request_id", id),
 			}
 			if sc := span.SpanContext(); sc.HasTraceID() {
 				attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
@@ -93,6 +147,87 @@ func Middleware(log *slog.Logger, m *Metrics) func(http.Handler) http.Handler {
 			log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 		})
 	}
+}
+
+// requestID is r's X-Request-Id when its peer is a trusted proxy and the
+// id is well formed, else a fresh random one.
+func requestID(r *http.Request, trusted []netip.Prefix) string {
+	if len(trusted) > 0 {
+		if in := r.Header.Get(RequestIDHeader); validRequestID(in) {
+			// The peer is the client for a resolver that trusts no one.
+			peer := clientip.Resolver{}.Addr(r)
+			for _, p := range trusted {
+				if p.Contains(peer) {
+					return in
+				}
+			}
+		}
+	}
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
+	return hex.EncodeToString(b[:])
+}
+
+// validRequestID admits the ids proxies generate (UUIDs, hex, base64 and
+// the like), up to 128 bytes: nothing that could break a log line.
+func validRequestID(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_.:+/=@", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func addrString(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
+}
+
+// logPath is u's path and query for the access log: never the userinfo
+// (an absolute-form request target may carry one), and the values of
+// credential-like parameters replaced. The API has no such parameter; this
+// guards against a client putting one in the URL anyway.
+func logPath(u *url.URL) string {
+	p := u.EscapedPath()
+	if u.RawQuery == "" {
+		return p
+	}
+	q := u.RawQuery
+	if secretName(q) { // cheap test of the whole query first
+		parts := strings.Split(q, "&")
+		for i, kv := range parts {
+			k, _, _ := strings.Cut(kv, "=")
+			if secretName(k) {
+				parts[i] = k + "=REDACTED"
+			}
+		}
+		q = strings.Join(parts, "&")
+	}
+	return p + "?" + q
+}
+
+// secretWords are the parameter-name fragments whose values are redacted.
+var secretWords = []string{"password", "passwd", "token", "secret", "apikey", "api_key"}
+
+func secretName(s string) bool {
+	if un, err := url.QueryUnescape(s); err == nil {
+		s = un
+	}
+	s = strings.ToLower(s)
+	for _, w := range secretWords {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // Route is the path part of the ServeMux pattern that matched r (without

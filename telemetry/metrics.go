@@ -35,11 +35,25 @@ type Metrics struct {
 	BackendErrors *prometheus.CounterVec
 	// BreakerTransitions counts breaker state changes by backend, from and to.
 	BreakerTransitions *prometheus.CounterVec
+	// ConfigReloads counts configuration reloads by result (success,
+	// failure); see ConfigReloaded.
+	ConfigReloads *prometheus.CounterVec
+	// Purges counts cache purges by source, kind and mode; see Purged.
+	Purges *prometheus.CounterVec
+
+	// lastReload is the last successful load's time and whether the last
+	// reload succeeded (listingproxy_config_last_reload_*).
+	lastReloadOK   prometheus.Gauge
+	lastReloadTime prometheus.Gauge
+
+	tenants tenantTraffic // per-tenant counters (tenant.go)
+	events  eventLog      // recent purges and reloads (tenant.go)
 }
 
-// latencyBuckets span a memory hit (well under a millisecond) to a legacy
+// latencyBuckets span a memory hit (tens of microseconds: the smallest
+// bucket must sit below it, or hit latency cannot be seen) to a legacy
 // backend at its timeout.
-var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+var latencyBuckets = []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
 // NewMetrics creates the metric set and registers it, with the Go runtime
 // and process collectors, on reg.
@@ -72,9 +86,36 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "listingproxy_breaker_transitions_total",
 			Help: "Circuit breaker state changes, by backend and the states left and entered.",
 		}, []string{"backend", "from", "to"}),
+		ConfigReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "listingproxy_config_reloads_total",
+			Help: "Configuration reloads (SIGHUP), by result: success or failure (the running configuration was kept).",
+		}, []string{"result"}),
+		lastReloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "listingproxy_config_last_reload_successful",
+			Help: "1 if the last configuration load or reload succeeded, 0 if it was rejected.",
+		}),
+		lastReloadTime: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "listingproxy_config_last_reload_success_timestamp_seconds",
+			Help: "Unix time of the last successful configuration load (start) or reload.",
+		}),
+		Purges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "listingproxy_cache_purges_total",
+			Help: "Cache purges, by source (admin, notify), kind (tenant, resource, ...) and mode (hard, soft).",
+		}, []string{"source", "kind", "mode"}),
 	}
+	for _, result := range []string{"success", "failure"} {
+		m.ConfigReloads.WithLabelValues(result)
+	}
+	m.events.limit = recentEvents
+	b := ReadBuild()
+	buildInfo := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "listingproxy_build_info",
+		Help:        "Always 1; the labels name the running build (version, VCS commit, Go version).",
+		ConstLabels: prometheus.Labels{"version": b.Version, "commit": b.Commit, "goversion": b.GoVersion},
+	}, func() float64 { return 1 })
 	for _, c := range []prometheus.Collector{
 		m.Requests, m.RequestDuration, m.AuthFailures, m.BackendDuration, m.BackendErrors, m.BreakerTransitions,
+		m.ConfigReloads, m.lastReloadOK, m.lastReloadTime, m.Purges, buildInfo, &tenantCollector{t: &m.tenants},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {

@@ -323,7 +323,10 @@ func TestRunReloadsOnSIGHUPAndFlushesOnShutdown(t *testing.T) {
 	if !strings.Contains(logs, `"msg":"request"`) || !strings.Contains(logs, `"route":"/{country}/properties.json"`) || !strings.Contains(logs, `"trace_id":"`) {
 		t.Errorf("no access line with route and trace id in the log:\n%.2000s", logs)
 	}
-	for _, leak := range []string{"harbour-demo", "summit-demo", "Basic ", "limit=1"} {
+	if !strings.Contains(logs, `"path":"/au/properties.json?limit=1"`) {
+		t.Errorf("no access line with the path and query in the log:\n%.2000s", logs)
+	}
+	for _, leak := range []string{"harbour-demo", "summit-demo", "Basic "} {
 		if strings.Contains(logs, leak) {
 			t.Errorf("log carries %q", leak)
 		}

@@ -104,10 +104,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	reload := func() {
 		next, source, err := load()
 		if err != nil {
+			app.metrics.ConfigReloaded(time.Now(), err)
 			log.Error("config reload rejected; keeping the running configuration", "config", source, "err", err)
 			return
 		}
 		restart, err := app.reload(next)
+		app.metrics.ConfigReloaded(time.Now(), err)
 		if err != nil {
 			log.Error("config reload rejected; keeping the running configuration", "config", source, "err", err)
 			return

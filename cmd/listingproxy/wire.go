@@ -19,6 +19,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"listingproxy/cache"
+	"listingproxy/clientip"
 	"listingproxy/config"
 	"listingproxy/proxy"
 	"listingproxy/telemetry"
@@ -37,6 +38,7 @@ type app struct {
 	srv     *proxy.Server
 	tracing *telemetry.Tracing
 	metrics *telemetry.Metrics
+	errors  *telemetry.ErrorDigest // aggregated backend failures
 	log     *slog.Logger
 	// cfg is the configuration in force; only reload (one goroutine)
 	// replaces it.
@@ -97,6 +99,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	if a.metrics, err = telemetry.NewMetrics(reg); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
+	a.metrics.ConfigLoaded(now())
 
 	backends := map[string]upstream.Backend{}     // as opened: /readyz pings them
 	instrumented := map[string]upstream.Backend{} // what the proxy calls
@@ -131,7 +134,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	opts := proxy.Options{
 		Countries: zones, MaxResults: cfg.MaxResults, Now: now, Logger: log, TracerProvider: tp,
 		Observe: func(w http.ResponseWriter, i proxy.RequestInfo) {
-			telemetry.Annotate(w, telemetry.Annotation{Tenant: i.Tenant, Cache: i.Cache, AuthFailed: i.AuthFailed})
+			telemetry.Annotate(w, telemetry.Annotation{Tenant: i.Tenant, Backend: i.Backend, User: i.User, Cache: i.Cache, AuthFailed: i.AuthFailed, Err: i.Err})
 		},
 	}
 	if !cfg.Cache.Disabled {
@@ -146,7 +149,8 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
 	}
-	a.closers = append(a.closers, watchChanges(cfg, backends, a.cache, log))
+	purged := func(p telemetry.Purge) { a.metrics.Purged(now(), p) }
+	a.closers = append(a.closers, watchChanges(cfg, backends, a.cache, log, purged))
 	opts.Breakers = a.breakers(cfg.Breaker)
 
 	a.srv, err = proxy.New(users, tenants, opts)
@@ -159,9 +163,14 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	// Outermost first: the server span (continuing an incoming traceparent)
 	// must exist before the access log reads its trace id, and the access
 	// log must sit outside the proxy's ServeMux to learn the matched route.
-	a.handler = telemetry.ServerHandler(telemetry.Middleware(log, a.metrics)(a.srv), tp)
+	a.errors = telemetry.NewErrorDigest(telemetry.DigestOptions{Logger: log, Now: now})
+	a.closers = append(a.closers, a.errors.Flush)
+	trusted, _ := clientip.ParsePrefixes(cfg.Server.TrustedProxies) // validated by config
+	a.handler = telemetry.ServerHandler(telemetry.Middleware(telemetry.AccessOptions{
+		Logger: log, Metrics: a.metrics, TrustedProxies: trusted, Errors: a.errors,
+	})(a.srv), tp)
 	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
-	a.admin = adminHandler(cfg, a.cache, backends, a.srv.Breakers, metrics)
+	a.admin = adminHandler(cfg, a.cache, backends, a.srv.Breakers, metrics, purged)
 	return a, nil
 }
 
@@ -320,7 +329,7 @@ type listener interface {
 // whatever the notification's resource: an agent's document embeds its
 // properties and a property's embeds its agents' names, so a change to
 // either can stale both. It returns the function that stops the listeners.
-func watchChanges(cfg *config.Config, backends map[string]upstream.Backend, store *cache.Store, log *slog.Logger) func() {
+func watchChanges(cfg *config.Config, backends map[string]upstream.Backend, store *cache.Store, log *slog.Logger, purged func(telemetry.Purge)) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	n := 0
@@ -351,6 +360,7 @@ func watchChanges(cfg *config.Config, backends map[string]upstream.Backend, stor
 				}
 				for _, tn := range purge {
 					store.Purge(tn, "", cache.Hard)
+					purged(telemetry.Purge{Source: "notify", Kind: "tenant", Mode: cache.Hard.String(), Tenant: tn})
 				}
 				if len(purge) > 0 {
 					log.Debug("purged on change notification", "backend", name, "upstream_tenant", tenant, "resource", resource, "tenants", purge)
@@ -410,7 +420,7 @@ func breakerOptions(name string, c config.Breaker, log *slog.Logger, m *telemetr
 // and no breaker is open), /metrics, and behind the admin credentials
 // /debug/pprof and POST /cache/purge.
 // breakers returns the breakers in force (a reload may replace them).
-func adminHandler(cfg *config.Config, store *cache.Store, backends map[string]upstream.Backend, breakers func() map[string]*cache.Breaker, metrics http.Handler) http.Handler {
+func adminHandler(cfg *config.Config, store *cache.Store, backends map[string]upstream.Backend, breakers func() map[string]*cache.Breaker, metrics http.Handler, purged func(telemetry.Purge)) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
@@ -447,13 +457,13 @@ func adminHandler(cfg *config.Config, store *cache.Store, backends map[string]up
 	prof.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	prof.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.Handle("/debug/pprof/", adminAuth(cfg.Admin, prof))
-	mux.Handle("POST /cache/purge", adminAuth(cfg.Admin, purgeHandler(cfg, store)))
+	mux.Handle("POST /cache/purge", adminAuth(cfg.Admin, purgeHandler(cfg, store, purged)))
 	return mux
 }
 
 // purgeHandler drops a tenant's cached bodies: POST /cache/purge?tenant=T
 // [&resource=properties|property|agents|agent].
-func purgeHandler(cfg *config.Config, store *cache.Store) http.Handler {
+func purgeHandler(cfg *config.Config, store *cache.Store, purged func(telemetry.Purge)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if store == nil {
 			http.Error(w, "cache is disabled", http.StatusConflict)
@@ -469,6 +479,11 @@ func purgeHandler(cfg *config.Config, store *cache.Store) http.Handler {
 			return
 		}
 		store.Purge(tenant, resource, cache.Hard)
+		kind := "tenant"
+		if resource != "" {
+			kind = "resource"
+		}
+		purged(telemetry.Purge{Source: "admin", Kind: kind, Mode: cache.Hard.String(), Tenant: tenant, Target: resource})
 		fmt.Fprintf(w, "purged tenant=%s resource=%s\n", tenant, orAll(resource))
 	})
 }

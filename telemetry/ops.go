@@ -1,0 +1,235 @@
+package telemetry
+
+import (
+	"cmp"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Build names the running binary, from the build information the Go
+// toolchain embeds (debug.ReadBuildInfo).
+type Build struct {
+	// Version is the main module's version: a tag for `go install
+	// module@vX`, "(devel)" for a build from a checkout.
+	Version string
+	// Commit is the VCS revision the binary was built from ("unknown" when
+	// built outside a repository or with -buildvcs=false), with "-dirty"
+	// when the work tree had changes.
+	Commit string
+	// GoVersion is the toolchain that built it.
+	GoVersion string
+}
+
+// ReadBuild returns the running binary's Build.
+func ReadBuild() Build {
+	b := Build{Version: "(devel)", Commit: "unknown", GoVersion: runtime.Version()}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return b
+	}
+	b.Version = cmp.Or(info.Main.Version, b.Version)
+	b.GoVersion = cmp.Or(info.GoVersion, b.GoVersion)
+	dirty := false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			b.Commit = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if dirty && b.Commit != "unknown" {
+		b.Commit += "-dirty"
+	}
+	return b
+}
+
+// Event is a recent operator-visible change: a configuration reload or a
+// cache purge.
+type Event struct {
+	Time time.Time
+	// Kind is "reload" or "purge".
+	Kind string
+	// Detail says what happened ("source=admin kind=tenant mode=hard
+	// tenant=harbour").
+	Detail string
+	// Err is why a reload was rejected; "" on success.
+	Err string
+}
+
+// recentEvents is how many events RecentEvents keeps.
+const recentEvents = 20
+
+type eventLog struct {
+	mu     sync.Mutex
+	limit  int
+	events []Event // oldest first
+}
+
+func (l *eventLog) add(e Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.events) == l.limit {
+		l.events = slices.Delete(l.events, 0, 1)
+	}
+	l.events = append(l.events, e)
+}
+
+// RecentEvents returns the last reloads and purges, newest first.
+func (m *Metrics) RecentEvents() []Event {
+	m.events.mu.Lock()
+	defer m.events.mu.Unlock()
+	out := slices.Clone(m.events.events)
+	slices.Reverse(out)
+	return out
+}
+
+// ConfigLoaded records the configuration loaded at start, at: the reload
+// gauges start from it, without counting a reload.
+func (m *Metrics) ConfigLoaded(at time.Time) {
+	m.lastReloadOK.Set(1)
+	m.lastReloadTime.Set(float64(at.UnixMilli()) / 1000)
+}
+
+// ConfigReloaded counts a configuration reload at at; err is why it was
+// rejected (the running configuration kept), nil for success.
+func (m *Metrics) ConfigReloaded(at time.Time, err error) {
+	e := Event{Time: at, Kind: "reload", Detail: "configuration reloaded"}
+	if err != nil {
+		m.ConfigReloads.WithLabelValues("failure").Inc()
+		m.lastReloadOK.Set(0)
+		e.Detail, e.Err = "reload rejected; running configuration kept", err.Error()
+	} else {
+		m.ConfigReloads.WithLabelValues("success").Inc()
+		m.ConfigLoaded(at)
+	}
+	m.events.add(e)
+}
+
+// Purge describes one cache purge for Purged.
+type Purge struct {
+	// Source is who asked: "admin" (POST /cache/purge) or "notify" (a
+	// backend's change notification).
+	Source string
+	// Kind is what was named: "tenant", "resource", "all", ...
+	Kind string
+	// Mode is "hard" (entries dropped) or "soft" (marked stale).
+	Mode string
+	// Tenant and Target (a resource, URL or entity) for the event log;
+	// never metric labels.
+	Tenant, Target string
+}
+
+// Purged counts a purge made at at.
+func (m *Metrics) Purged(at time.Time, p Purge) {
+	m.Purges.WithLabelValues(p.Source, p.Kind, p.Mode).Inc()
+	detail := "source=" + p.Source + " kind=" + p.Kind + " mode=" + p.Mode
+	if p.Tenant != "" {
+		detail += " tenant=" + p.Tenant
+	}
+	if p.Target != "" {
+		detail += " target=" + p.Target
+	}
+	m.events.add(Event{Time: at, Kind: "purge", Detail: detail})
+}
+
+// TenantStats are one tenant's API requests since start.
+type TenantStats struct {
+	Tenant, Backend string
+	// Requests counts answered requests of authenticated callers.
+	Requests uint64
+	// By cache outcome; Uncached counts requests answered before the cache
+	// (criteria and permission errors).
+	Hits, Stale, StaleIfError, Misses, Negative, Bypass, Uncached uint64
+	// ServerErrors counts 5xx answers (backend failures, open breakers).
+	ServerErrors uint64
+}
+
+// outcomeNames are the cache outcomes a TenantStats counts, in the order of
+// tenantCounters.outcomes; "" (no cache) is last.
+var outcomeNames = [...]string{"hit", "stale", "stale-if-error", "miss", "negative", "bypass", ""}
+
+type tenantCounters struct {
+	tenant, backend string
+	outcomes        [len(outcomeNames)]atomic.Uint64
+	serverErrors    atomic.Uint64
+}
+
+// tenantTraffic holds a tenantCounters per tenant: one map read and two
+// atomic adds per request; Prometheus and the status page read them.
+type tenantTraffic struct{ m sync.Map } // tenant -> *tenantCounters
+
+func (t *tenantTraffic) count(tenant, backend, outcome string, status int) {
+	v, ok := t.m.Load(tenant)
+	if !ok {
+		v, _ = t.m.LoadOrStore(tenant, &tenantCounters{tenant: tenant, backend: backend})
+	}
+	c := v.(*tenantCounters)
+	i := len(outcomeNames) - 1
+	for j, name := range outcomeNames[:i] {
+		if name == outcome {
+			i = j
+			break
+		}
+	}
+	c.outcomes[i].Add(1)
+	if status >= 500 {
+		c.serverErrors.Add(1)
+	}
+}
+
+func (t *tenantTraffic) snapshot() []TenantStats {
+	var out []TenantStats
+	t.m.Range(func(_, v any) bool {
+		c := v.(*tenantCounters)
+		s := TenantStats{Tenant: c.tenant, Backend: c.backend, ServerErrors: c.serverErrors.Load()}
+		counts := []*uint64{&s.Hits, &s.Stale, &s.StaleIfError, &s.Misses, &s.Negative, &s.Bypass, &s.Uncached}
+		for i := range c.outcomes {
+			*counts[i] = c.outcomes[i].Load()
+			s.Requests += *counts[i]
+		}
+		out = append(out, s)
+		return true
+	})
+	slices.SortFunc(out, func(a, b TenantStats) int { return cmp.Compare(a.Tenant, b.Tenant) })
+	return out
+}
+
+// Tenants returns each tenant's request counts since start, by tenant name.
+// Tenants appear after their first request.
+func (m *Metrics) Tenants() []TenantStats { return m.tenants.snapshot() }
+
+var (
+	descTenantRequests = prometheus.NewDesc("listingproxy_tenant_requests_total",
+		`API requests of authenticated callers, by tenant, backend and cache outcome ("none": answered before the cache).`,
+		[]string{"tenant", "backend", "cache"}, nil)
+	descTenantErrors = prometheus.NewDesc("listingproxy_tenant_server_errors_total",
+		"API requests answered with a 5xx (backend failure, open breaker), by tenant and backend.",
+		[]string{"tenant", "backend"}, nil)
+)
+
+type tenantCollector struct{ t *tenantTraffic }
+
+func (c *tenantCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descTenantRequests
+	ch <- descTenantErrors
+}
+
+func (c *tenantCollector) Collect(ch chan<- prometheus.Metric) {
+	c.t.m.Range(func(_, v any) bool {
+		tc := v.(*tenantCounters)
+		for i, name := range outcomeNames {
+			ch <- prometheus.MustNewConstMetric(descTenantRequests, prometheus.CounterValue,
+				float64(tc.outcomes[i].Load()), tc.tenant, tc.backend, cmp.Or(name, "none"))
+		}
+		ch <- prometheus.MustNewConstMetric(descTenantErrors, prometheus.CounterValue,
+			float64(tc.serverErrors.Load()), tc.tenant, tc.backend)
+		return true
+	})
+}
