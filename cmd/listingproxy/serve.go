@@ -34,7 +34,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (subcommands: serve, hash-password)", fs.Arg(0))
+		return fmt.Errorf("unexpected argument %q (not a command: \"listingproxy help\" lists them)", fs.Arg(0))
 	}
 	load := func() (*config.Config, string, error) {
 		cfg, source, err := loadConfig(*cfgPath, getenv)

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+// commands lists the subcommands for the help, in the order shown.
+var commands = []struct{ name, summary string }{
+	{"serve", "serve the API and the admin listener (the default command)"},
+	{"check-config", "validate a configuration and list every problem; binds no port, opens no backend"},
+	{"version", "print the version, the commit and the Go version"},
+	{"seed", "create and fill a SQL backend's tables with demo data"},
+	{"diff", "compare an old and a new endpoint's answers for a list of paths"},
+	{"hash-password", "print the bcrypt hash of a password for config.yaml (no echo on a terminal)"},
+	{"healthcheck", "GET the admin listener's /healthz; exit 0 when it answers 200 (for HEALTHCHECK)"},
+}
+
+// usage prints the top-level help.
+func usage(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString(`listingproxy serves the property and agent listing API in front of a legacy
+backend (SQL database or CRM endpoint), with caching, request coalescing and a
+circuit breaker.
+
+Usage:
+  listingproxy [serve] [-config FILE] [-listen ADDR] [-admin-listen ADDR]
+  listingproxy COMMAND [flags]
+
+Commands:
+`)
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-14s %s\n", c.name, c.summary)
+	}
+	b.WriteString(`
+"listingproxy COMMAND -h" lists a command's flags. Without -config, commands
+read ./config.yaml when present, else the embedded demo configuration.
+Documentation: docs/operations.md and docs/configuration.md.
+`)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// buildInfo is what the binary knows of its own build.
+type buildInfo struct {
+	Version  string // module version, "(devel)" for a build from a work tree
+	Commit   string // vcs.revision, "" when not built from a VCS checkout
+	Modified bool   // vcs.modified: the work tree had uncommitted changes
+	Go       string // Go version, e.g. go1.26.8
+}
+
+// readBuildInfo reads the build information the Go toolchain embeds.
+func readBuildInfo() buildInfo {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return buildInfo{Version: "unknown", Go: runtime.Version()}
+	}
+	return fromDebug(bi)
+}
+
+func fromDebug(bi *debug.BuildInfo) buildInfo {
+	b := buildInfo{Version: bi.Main.Version, Go: bi.GoVersion}
+	if b.Version == "" {
+		b.Version = "(devel)"
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			b.Commit = s.Value
+		case "vcs.modified":
+			b.Modified = s.Value == "true"
+		}
+	}
+	return b
+}
+
+// String is the line "listingproxy version" prints.
+func (b buildInfo) String() string {
+	commit := b.Commit
+	switch {
+	case commit == "":
+		commit = "unknown"
+	case b.Modified:
+		commit += " (modified)"
+	}
+	return fmt.Sprintf("listingproxy %s commit %s %s %s/%s", b.Version, commit, b.Go, runtime.GOOS, runtime.GOARCH)
+}
+
+func versionCommand(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(stdout, readBuildInfo())
+	return err
+}
+
+// checkConfig validates a configuration as serve would load it, without
+// binding a port or opening a backend, and lists every problem (the
+// error); nginx -t and varnishd -C are its models.
+func checkConfig(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("check-config", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "configuration file (default: ./config.yaml if present, else the embedded demo configuration)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: listingproxy check-config [-config FILE | FILE]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() == 1 && *path == "":
+		*path = fs.Arg(0)
+	case fs.NArg() > 0:
+		return fmt.Errorf("check-config: unexpected argument %q", fs.Arg(fs.NArg()-1))
+	}
+	cfg, source, err := loadConfig(*path, getenv)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s: ok (%d backends, %d tenants, %d users)\n", source, len(cfg.Backends), len(cfg.Tenants), len(cfg.Users))
+	return err
+}
+
+// healthcheck asks the admin listener's /healthz and succeeds on a 200.
+// It is the container's HEALTHCHECK, as the distroless image has no shell
+// and no curl. The address is the configuration's admin_listen unless
+// -admin-listen names one; an unspecified host (":8081", "0.0.0.0:8081")
+// is asked on loopback.
+func healthcheck(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "configuration file whose admin_listen to ask (default: as serve)")
+	addr := fs.String("admin-listen", "", "admin address to ask instead of the configuration's")
+	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("healthcheck: unexpected argument %q", fs.Arg(0))
+	}
+	if *addr == "" {
+		cfg, _, err := loadConfig(*path, getenv)
+		if err != nil {
+			return err
+		}
+		*addr = cfg.AdminListen
+	}
+	if *addr == "" || *addr == "off" {
+		return errors.New("healthcheck: the admin listener is off (admin_listen), so there is no /healthz to ask")
+	}
+	host, port, err := net.SplitHostPort(*addr)
+	if err != nil {
+		return fmt.Errorf("healthcheck: admin address %q: %w", *addr, err)
+	}
+	switch host {
+	case "", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::":
+		host = "::1"
+	}
+	url := "http://" + net.JoinHostPort(host, port) + "/healthz"
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	resp, err := (&http.Client{}).Do(req)
+	if err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("healthcheck: GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+	}
+	_, err = fmt.Fprintf(stdout, "%s: %s\n", url, strings.TrimSpace(string(body)))
+	return err
+}
+
+// exitStatus reports err as main does and returns the process's exit
+// status: 0 for success and for -h (the flag package has printed the
+// usage), 1 otherwise.
+func exitStatus(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintln(stderr, "listingproxy:", err)
+	return 1
+}
