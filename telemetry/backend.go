@@ -10,7 +10,6 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"listingproxy/normalize"
 	"listingproxy/upstream"
 )
 
@@ -31,68 +30,61 @@ type BackendOptions struct {
 // backend.GetProperty, backend.ListAgents, backend.GetAgent; attributes:
 // backend name and kind, upstream tenant, country; never criteria) and with
 // latency and error metrics per backend and operation. Answers (not found,
-// criteria rejected) are not errors.
+// criteria rejected) are not errors. It is an upstream.Wrap decorator.
 func InstrumentBackend(b upstream.Backend, o BackendOptions) upstream.Backend {
-	ib := &instrumented{next: b, o: o, obs: map[string]prometheus.Observer{}}
+	ib := &instrumented{o: o}
 	if o.TracerProvider != nil {
 		ib.tracer = o.TracerProvider.Tracer("listingproxy/backend")
 	}
 	if o.Metrics != nil {
-		for _, op := range []string{opListProperties, opGetProperty, opListAgents, opGetAgent} {
-			ib.obs[op] = o.Metrics.BackendDuration.WithLabelValues(o.Name, op)
+		for _, op := range upstream.Ops {
+			ib.obs[op] = o.Metrics.BackendDuration.WithLabelValues(o.Name, op.String())
 			for _, reason := range []string{"timeout", "canceled", "error"} {
-				o.Metrics.BackendErrors.WithLabelValues(o.Name, op, reason) // exported at 0 from the start
+				o.Metrics.BackendErrors.WithLabelValues(o.Name, op.String(), reason) // exported at 0 from the start
 			}
 		}
 	}
-	return ib
+	return upstream.Wrap(b, ib.around)
 }
-
-const (
-	opListProperties = "ListProperties"
-	opGetProperty    = "GetProperty"
-	opListAgents     = "ListAgents"
-	opGetAgent       = "GetAgent"
-)
 
 type instrumented struct {
-	next   upstream.Backend
 	o      BackendOptions
 	tracer trace.Tracer
-	obs    map[string]prometheus.Observer
+	obs    [len(upstream.Ops)]prometheus.Observer // by upstream.Op
 }
 
-func (b *instrumented) start(ctx context.Context, op string, s upstream.Scope) (context.Context, func(error)) {
+func (b *instrumented) around(ctx context.Context, call upstream.Call, next func(context.Context) error) error {
 	begin := time.Now()
 	span := trace.SpanFromContext(ctx)
 	if b.tracer != nil {
-		ctx, span = b.tracer.Start(ctx, "backend."+op, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		s := call.Scope
+		ctx, span = b.tracer.Start(ctx, "backend."+call.Op.String(), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 			attribute.String("listingproxy.backend", b.o.Name),
 			attribute.String("listingproxy.backend.kind", b.o.Kind),
 			attribute.String("listingproxy.upstream_tenant", s.Tenant),
 			attribute.String("listingproxy.country", s.Country),
 		))
 	}
-	return ctx, func(err error) {
-		reason := failure(err)
-		if b.o.Metrics != nil {
-			b.obs[op].Observe(time.Since(begin).Seconds())
-			if reason != "" {
-				b.o.Metrics.BackendErrors.WithLabelValues(b.o.Name, op, reason).Inc()
-			}
-		}
-		if b.tracer == nil {
-			return
-		}
+	err := next(ctx)
+	reason := failure(err)
+	if b.o.Metrics != nil {
+		b.obs[call.Op].Observe(time.Since(begin).Seconds())
 		if reason != "" {
-			// The reason only: backend messages may quote the query.
-			span.SetStatus(codes.Error, reason)
-			span.SetAttributes(attribute.String("error.type", reason))
-		} else if err != nil {
-			span.SetAttributes(attribute.String("listingproxy.backend.answer", answer(err)))
+			b.o.Metrics.BackendErrors.WithLabelValues(b.o.Name, call.Op.String(), reason).Inc()
 		}
-		span.End()
 	}
+	if b.tracer == nil {
+		return err
+	}
+	if reason != "" {
+		// The reason only: backend messages may quote the query.
+		span.SetStatus(codes.Error, reason)
+		span.SetAttributes(attribute.String("error.type", reason))
+	} else if err != nil {
+		span.SetAttributes(attribute.String("listingproxy.backend.answer", answer(err)))
+	}
+	span.End()
+	return err
 }
 
 // failure classifies err as a failure reason, or "" for success and
@@ -114,32 +106,4 @@ func answer(err error) string {
 		return "not_found"
 	}
 	return "criteria_rejected"
-}
-
-func (b *instrumented) ListProperties(ctx context.Context, s upstream.Scope, c normalize.Criteria) ([]upstream.Property, error) {
-	ctx, end := b.start(ctx, opListProperties, s)
-	ps, err := b.next.ListProperties(ctx, s, c)
-	end(err)
-	return ps, err
-}
-
-func (b *instrumented) GetProperty(ctx context.Context, s upstream.Scope, id int64) (upstream.Property, error) {
-	ctx, end := b.start(ctx, opGetProperty, s)
-	p, err := b.next.GetProperty(ctx, s, id)
-	end(err)
-	return p, err
-}
-
-func (b *instrumented) ListAgents(ctx context.Context, s upstream.Scope, c normalize.Criteria) ([]upstream.Agent, error) {
-	ctx, end := b.start(ctx, opListAgents, s)
-	as, err := b.next.ListAgents(ctx, s, c)
-	end(err)
-	return as, err
-}
-
-func (b *instrumented) GetAgent(ctx context.Context, s upstream.Scope, id int64) (upstream.Agent, error) {
-	ctx, end := b.start(ctx, opGetAgent, s)
-	a, err := b.next.GetAgent(ctx, s, id)
-	end(err)
-	return a, err
 }

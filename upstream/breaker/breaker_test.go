@@ -1,0 +1,556 @@
+package breaker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"listingproxy/normalize"
+	"listingproxy/upstream"
+	"listingproxy/upstream/breaker"
+)
+
+// fakeBackend answers each call with result(ctx, tenant) and counts calls
+// by tenant.
+type fakeBackend struct {
+	result func(ctx context.Context, tenant string) error
+
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func newFake(result func(ctx context.Context, tenant string) error) *fakeBackend {
+	return &fakeBackend{result: result, calls: map[string]int{}}
+}
+
+func (f *fakeBackend) do(ctx context.Context, s upstream.Scope) error {
+	f.mu.Lock()
+	f.calls[s.Tenant]++
+	f.mu.Unlock()
+	return f.result(ctx, s.Tenant)
+}
+
+func (f *fakeBackend) called(tenant string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[tenant]
+}
+
+func (f *fakeBackend) ListProperties(ctx context.Context, s upstream.Scope, _ normalize.Criteria) ([]upstream.Property, error) {
+	if err := f.do(ctx, s); err != nil {
+		return nil, err
+	}
+	return []upstream.Property{{ID: 1}}, nil
+}
+
+func (f *fakeBackend) GetProperty(ctx context.Context, s upstream.Scope, id int64) (upstream.Property, error) {
+	return upstream.Property{ID: id}, f.do(ctx, s)
+}
+
+func (f *fakeBackend) ListAgents(ctx context.Context, s upstream.Scope, _ normalize.Criteria) ([]upstream.Agent, error) {
+	return nil, f.do(ctx, s)
+}
+
+func (f *fakeBackend) GetAgent(ctx context.Context, s upstream.Scope, id int64) (upstream.Agent, error) {
+	return upstream.Agent{ID: id}, f.do(ctx, s)
+}
+
+// clock is an injected clock that moves only when told.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// timeout is what a SQL store returns when its query timeout ends a query.
+var timeout = fmt.Errorf("sqlstore: list properties: %w", context.DeadlineExceeded)
+
+// refused is a real connection-refused error: a dial to a listener that
+// was just closed.
+func refused(t *testing.T) error {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	c, err := net.Dial("tcp", addr)
+	if err == nil {
+		c.Close()
+		t.Fatal("dial to a closed listener succeeded")
+	}
+	return fmt.Errorf("sqlstore: list properties: %w", err)
+}
+
+func list(b upstream.Backend, tenant string) error {
+	_, err := b.ListProperties(context.Background(), upstream.Scope{Tenant: tenant, Country: "au"}, normalize.Criteria{})
+	return err
+}
+
+// states returns each breaker's state by "backend/tenant" ("backend" for
+// the backend-wide one).
+func states(r *breaker.Registry) map[string]string {
+	m := map[string]string{}
+	for _, s := range r.States() {
+		name := s.Backend
+		if s.Tenant != "" {
+			name += "/" + s.Tenant
+		}
+		m[name] = s.State.String()
+	}
+	return m
+}
+
+// TestTenantTimeoutsOpenOnlyItsBreaker: a tenant whose queries all hit the
+// query timeout opens its own breaker; another tenant of the same backend
+// keeps being answered by the backend, and the backend breaker stays
+// closed, whether the two tenants' calls interleave or the failing tenant
+// is alone.
+func TestTenantTimeoutsOpenOnlyItsBreaker(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		okBetween bool // a call of the healthy tenant after each failing one
+	}{
+		{"interleaved with a healthy tenant", true},
+		{"failing tenant alone, healthy tenant after", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock()
+			fb := newFake(func(_ context.Context, tenant string) error {
+				if tenant == "slow" {
+					return timeout
+				}
+				return nil
+			})
+			r := breaker.NewRegistry(breaker.Options{Now: clk.Now})
+			b := r.Wrap(fb, breaker.Backend{Name: "sql", Limit: 8, Tenants: []string{"slow", "ok"}})
+			for i := range 20 {
+				err := list(b, "slow")
+				if i < breaker.DefaultConsecutiveFailures && !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("slow call %d = %v, want the timeout", i, err)
+				}
+				if tc.okBetween {
+					if err := list(b, "ok"); err != nil {
+						t.Fatalf("ok call %d = %v, want an answer", i, err)
+					}
+				}
+			}
+			if n := fb.called("slow"); n != breaker.DefaultConsecutiveFailures {
+				t.Errorf("slow tenant reached the backend %d times, want %d (then its breaker is open)", n, breaker.DefaultConsecutiveFailures)
+			}
+			for i := range 20 {
+				if err := list(b, "ok"); err != nil {
+					t.Fatalf("ok call %d after slow's breaker opened = %v, want an answer", i, err)
+				}
+			}
+			want := map[string]string{"sql": "closed", "sql/ok": "closed", "sql/slow": "open"}
+			if diff := cmp.Diff(want, states(r)); diff != "" {
+				t.Errorf("states (-want +got):\n%s", diff)
+			}
+			err := list(b, "slow")
+			var oe *breaker.OpenError
+			if !errors.As(err, &oe) || !errors.Is(err, breaker.ErrOpen) || oe.Tenant != "slow" || oe.Backend != "sql" {
+				t.Fatalf("slow call while open = %v, want an *OpenError for sql/slow", err)
+			}
+			if got, want := err.Error(), "breaker sql/slow: circuit breaker open"; got != want {
+				t.Errorf("error %q, want %q", got, want)
+			}
+			if oe.RetryAfter() != breaker.DefaultOpenFor {
+				t.Errorf("RetryAfter = %v, want %v", oe.RetryAfter(), breaker.DefaultOpenFor)
+			}
+			clk.Advance(4*time.Second + time.Millisecond)
+			if err := list(b, "slow"); !errors.As(err, &oe) || oe.RetryAfter() != 11*time.Second {
+				t.Errorf("RetryAfter 4s later = %v, want 11s (rounded up)", err)
+			}
+		})
+	}
+}
+
+// TestBackendDownOpensEveryTenant: a backend that is really down opens for
+// every tenant within a bounded number of calls, including tenants that
+// never called it.
+func TestBackendDownOpensEveryTenant(t *testing.T) {
+	conn := refused(t)
+	for _, tc := range []struct {
+		name    string
+		err     error
+		callers []string // round robin
+		// calls is how many failing calls open the backend breaker.
+		calls int
+	}{
+		// Nothing ran, so no query is to blame: one tenant is enough.
+		{"connection refused, one tenant calling", conn, []string{"a"}, breaker.DefaultConsecutiveFailures},
+		// A timeout could be the tenant's own query: it counts once a
+		// second tenant fails too.
+		{"timeouts from two tenants", timeout, []string{"a", "b"}, breaker.DefaultConsecutiveFailures + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fb := newFake(func(context.Context, string) error { return tc.err })
+			r := breaker.NewRegistry(breaker.Options{Now: newClock().Now})
+			b := r.Wrap(fb, breaker.Backend{Name: "sql", Limit: 8, Tenants: []string{"a", "b", "c"}})
+			for i := range tc.calls {
+				tenant := tc.callers[i%len(tc.callers)]
+				if err := list(b, tenant); errors.Is(err, breaker.ErrOpen) {
+					t.Fatalf("call %d (%s) = %v, want the backend's error: open too early", i, tenant, err)
+				}
+			}
+			for _, tenant := range []string{"a", "b", "c"} {
+				before := fb.called(tenant)
+				err := list(b, tenant)
+				var oe *breaker.OpenError
+				if !errors.As(err, &oe) || oe.Tenant != "" || oe.Backend != "sql" {
+					t.Errorf("tenant %s after %d failing calls: %v, want the backend breaker's *OpenError", tenant, tc.calls, err)
+				}
+				if fb.called(tenant) != before {
+					t.Errorf("tenant %s reached a backend whose breaker is open", tenant)
+				}
+			}
+			st := r.States()[0]
+			if st.Tenant != "" || st.State != breaker.StateOpen || st.LastError != tc.err.Error() {
+				t.Errorf("backend status %+v, want open with last error %q", st, tc.err)
+			}
+		})
+	}
+}
+
+// TestBulkhead: a tenant holding all its slots waits for one of its own and
+// never blocks another tenant's call.
+func TestBulkhead(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan string, 16)
+	fb := newFake(func(ctx context.Context, tenant string) error {
+		entered <- tenant
+		if tenant == "hog" {
+			<-release
+		}
+		return nil
+	})
+	r := breaker.NewRegistry(breaker.Options{Now: newClock().Now}) // share 0.5 of 4: 2 slots
+	b := r.Wrap(fb, breaker.Backend{Name: "sql", Limit: 4})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 2 {
+		wg.Go(func() { errs <- list(b, "hog") })
+	}
+	<-entered
+	<-entered
+	// The hog's third call cannot get a slot until one is released.
+	third := make(chan error, 1)
+	go func() { third <- list(b, "hog") }()
+	// Another tenant is served at once, while the hog holds both slots.
+	for i := range 3 {
+		if err := list(b, "other"); err != nil {
+			t.Fatalf("other tenant's call %d = %v", i, err)
+		}
+		if who := <-entered; who != "other" {
+			t.Fatalf("entered %q while the hog holds its slots, want other", who)
+		}
+	}
+	hogStatus := func() breaker.Status {
+		for _, s := range r.States() {
+			if s.Tenant == "hog" {
+				return s
+			}
+		}
+		t.Fatal("no status for the hog")
+		return breaker.Status{}
+	}
+	if s := hogStatus(); s.InFlight != 2 || s.Slots != 2 {
+		t.Errorf("hog in flight %d of %d, want 2 of 2", s.InFlight, s.Slots)
+	}
+	// A caller that gives up while waiting gets its context's error and
+	// never reaches the backend; nothing is counted against the breakers.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := b.GetProperty(ctx, upstream.Scope{Tenant: "hog"}, 1)
+	if want := "breaker sql/hog: waiting for one of the tenant's 2 backend slots: context canceled"; err == nil || err.Error() != want {
+		t.Errorf("cancelled waiting call = %v, want %q", err, want)
+	}
+	close(release)
+	if who := <-entered; who != "hog" { // the third call gets a slot
+		t.Errorf("entered %q, want the hog's third call", who)
+	}
+	wg.Wait()
+	if err := <-third; err != nil {
+		t.Errorf("hog's third call = %v", err)
+	}
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("hog call = %v", err)
+		}
+	}
+	if n := fb.called("hog"); n != 3 {
+		t.Errorf("hog reached the backend %d times, want 3", n)
+	}
+}
+
+// TestBulkheadWaitTimesOut: a call that cannot get a slot before its
+// deadline fails with the deadline, without counting against the breakers.
+func TestBulkheadWaitTimesOut(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	fb := newFake(func(ctx context.Context, tenant string) error {
+		entered <- struct{}{}
+		<-release
+		return nil
+	})
+	r := breaker.NewRegistry(breaker.Options{Settings: breaker.Settings{ConsecutiveFailures: 1}})
+	b := r.Wrap(fb, breaker.Backend{Name: "sql", Limit: 1}) // 1 slot
+	done := make(chan error, 1)
+	go func() { done <- list(b, "t") }()
+	<-entered
+	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0)) // already past
+	defer cancel()
+	_, err := b.ListProperties(ctx, upstream.Scope{Tenant: "t"}, normalize.Criteria{})
+	if !errors.Is(err, context.DeadlineExceeded) || fb.called("t") != 1 {
+		t.Errorf("call past its deadline = %v after %d backend calls, want DeadlineExceeded after 1", err, fb.called("t"))
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := states(r); got["sql/t"] != "closed" || got["sql"] != "closed" {
+		t.Errorf("states %v, want all closed: a caller's own wait is no backend failure", got)
+	}
+}
+
+// TestOutcomes: what counts against a tenant's breaker (ConsecutiveFailures
+// 1: one counted failure opens it).
+func TestOutcomes(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name   string
+		ctx    context.Context
+		result func(ctx context.Context) error
+		open   bool
+	}{
+		{"not found is an answer", context.Background(), func(context.Context) error { return fmt.Errorf("get 7: %w", upstream.ErrNotFound) }, false},
+		{"criteria rejected is an answer", context.Background(), func(context.Context) error { return &upstream.CriteriaError{} }, false},
+		{"context.Canceled", context.Background(), func(context.Context) error { return fmt.Errorf("query: %w", context.Canceled) }, false},
+		{"caller already gone", cancelled, func(context.Context) error { return timeout }, false},
+		{"deadline", context.Background(), func(context.Context) error { return timeout }, true},
+		{"other error", context.Background(), func(context.Context) error { return errors.New("syntax error") }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fb := newFake(func(ctx context.Context, _ string) error { return tc.result(ctx) })
+			r := breaker.NewRegistry(breaker.Options{Settings: breaker.Settings{ConsecutiveFailures: 1}})
+			b := r.Wrap(fb, breaker.Backend{Name: "sql"})
+			for range 3 {
+				b.GetProperty(tc.ctx, upstream.Scope{Tenant: "t"}, 7)
+			}
+			if got := states(r)["sql/t"] == "open"; got != tc.open {
+				t.Errorf("open = %v, want %v (states %v)", got, tc.open, states(r))
+			}
+		})
+	}
+}
+
+// TestCallerCancelledMidCall: the caller goes away during the call and the
+// backend reports some other error as a result: not the backend's fault.
+func TestCallerCancelledMidCall(t *testing.T) {
+	cancels := make(chan context.CancelFunc, 1)
+	fb := newFake(func(context.Context, string) error { (<-cancels)(); return errors.New("connection reset") })
+	r := breaker.NewRegistry(breaker.Options{Settings: breaker.Settings{ConsecutiveFailures: 1}})
+	b := r.Wrap(fb, breaker.Backend{Name: "sql"})
+	for range 5 {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancels <- cancel
+		_, err := b.GetAgent(ctx, upstream.Scope{Tenant: "t"}, 1)
+		cancel()
+		if err == nil {
+			t.Fatal("call = nil, want the error")
+		}
+	}
+	if got := states(r)["sql/t"]; got != "closed" {
+		t.Errorf("tenant t: %s, want closed", got)
+	}
+}
+
+func TestPanicCountsAndPropagates(t *testing.T) {
+	fb := newFake(func(context.Context, string) error { panic("kaput") })
+	r := breaker.NewRegistry(breaker.Options{Settings: breaker.Settings{ConsecutiveFailures: 1}})
+	b := r.Wrap(fb, breaker.Backend{Name: "sql", Limit: 1})
+	func() {
+		defer func() {
+			if v := recover(); v != "kaput" {
+				t.Errorf("recovered %v, want the backend's panic", v)
+			}
+		}()
+		list(b, "t")
+	}()
+	if got := states(r)["sql/t"]; got != "open" {
+		t.Errorf("after a panic: %s, want open", got)
+	}
+	for _, s := range r.States() {
+		if s.InFlight != 0 {
+			t.Errorf("%s/%s: %d slots still held after a panic", s.Backend, s.Tenant, s.InFlight)
+		}
+	}
+}
+
+func TestFailureRatio(t *testing.T) {
+	fail := false
+	fb := newFake(func(context.Context, string) error {
+		if fail {
+			return timeout
+		}
+		return nil
+	})
+	r := breaker.NewRegistry(breaker.Options{Settings: breaker.Settings{FailureRatio: 0.5, MinRequests: 10, Window: time.Hour}})
+	b := r.Wrap(fb, breaker.Backend{Name: "sql"})
+	call := func(f bool) { fail = f; list(b, "t") }
+	for range 4 { // 4 of 8: the ratio is met but too few calls
+		call(true)
+		call(false)
+	}
+	if got := states(r)["sql/t"]; got != "closed" {
+		t.Fatalf("below MinRequests: %s, want closed", got)
+	}
+	call(false)
+	call(true) // 5 of 10
+	if got := states(r)["sql/t"]; got != "open" {
+		t.Errorf("5 failures of 10: %s, want open", got)
+	}
+}
+
+// TestHalfOpen: after OpenFor a breaker lets HalfOpenProbes calls through;
+// more fail fast; their successes close it. gobreaker reads the real clock
+// for its open period, so this uses a short OpenFor and waits for the
+// state to change; nothing asserts on elapsed time.
+func TestHalfOpen(t *testing.T) {
+	var mu sync.Mutex
+	var changes []string
+	result := make(chan error, 1)
+	result <- errors.New("boom")
+	release := make(chan struct{})
+	fb := newFake(func(ctx context.Context, _ string) error {
+		select {
+		case err := <-result:
+			return err
+		default:
+		}
+		<-release
+		return nil
+	})
+	r := breaker.NewRegistry(breaker.Options{
+		Settings: breaker.Settings{ConsecutiveFailures: 1, OpenFor: 20 * time.Millisecond, HalfOpenProbes: 2},
+		OnStateChange: func(backend, tenant string, from, to breaker.State) {
+			mu.Lock()
+			changes = append(changes, fmt.Sprintf("%s/%s:%v->%v", backend, tenant, from, to))
+			mu.Unlock()
+		},
+	})
+	b := r.Wrap(fb, breaker.Backend{Name: "sql"})
+	list(b, "t")
+	eventually(t, "half-open", func() bool { return states(r)["sql/t"] == "half-open" })
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if err := list(b, "t"); err != nil {
+				t.Errorf("probe = %v", err)
+			}
+		})
+	}
+	eventually(t, "probes in flight", func() bool { return fb.called("t") == 3 })
+	var oe *breaker.OpenError
+	if err := list(b, "t"); !errors.As(err, &oe) || oe.RetryAfter() != time.Second {
+		t.Errorf("third call while probing = %v, want an *OpenError with RetryAfter 1s", err)
+	}
+	close(release)
+	wg.Wait()
+	if got := states(r)["sql/t"]; got != "closed" {
+		t.Errorf("after successful probes: %s, want closed", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"sql/t:closed->open", "sql/t:open->half-open", "sql/t:half-open->closed"}
+	if diff := cmp.Diff(want, changes); diff != "" {
+		t.Errorf("state changes (-want +got):\n%s", diff)
+	}
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestReload: unchanged settings keep the breakers (an open one stays
+// open); changed settings replace them, closed, with the new thresholds,
+// and keep the history.
+func TestReload(t *testing.T) {
+	fb := newFake(func(context.Context, string) error { return timeout })
+	r := breaker.NewRegistry(breaker.Options{Settings: breaker.Settings{ConsecutiveFailures: 1}})
+	b := r.Wrap(fb, breaker.Backend{Name: "sql"})
+	list(b, "t")
+	if r.Reload(breaker.Settings{ConsecutiveFailures: 1}) {
+		t.Error("Reload of the same settings reported a change")
+	}
+	if got := states(r)["sql/t"]; got != "open" {
+		t.Fatalf("after an unchanged reload: %s, want still open", got)
+	}
+	if !r.Reload(breaker.Settings{ConsecutiveFailures: 2}) {
+		t.Error("Reload of new settings reported no change")
+	}
+	if got := states(r)["sql/t"]; got != "closed" {
+		t.Fatalf("after a changed reload: %s, want a fresh closed breaker", got)
+	}
+	list(b, "t")
+	if got := states(r)["sql/t"]; got != "closed" {
+		t.Fatalf("1 failure with ConsecutiveFailures 2: %s, want closed", got)
+	}
+	list(b, "t")
+	if got := states(r)["sql/t"]; got != "open" {
+		t.Errorf("2 failures with ConsecutiveFailures 2: %s, want open", got)
+	}
+	if s := r.States()[1]; s.LastError != timeout.Error() || s.LastFailure.IsZero() {
+		t.Errorf("history after reload: %+v, want the last error kept", s)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	got := breaker.Settings{}.WithDefaults()
+	want := breaker.Settings{
+		ConsecutiveFailures: 5, MinRequests: 20, Window: 10 * time.Second, OpenFor: 15 * time.Second,
+		HalfOpenProbes: 3, TenantShare: 0.5,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+	ratio := breaker.Settings{FailureRatio: 0.5}.WithDefaults()
+	if ratio.ConsecutiveFailures != 0 {
+		t.Errorf("with a ratio, ConsecutiveFailures = %d, want 0 (ratio only)", ratio.ConsecutiveFailures)
+	}
+	for s, want := range map[breaker.State]string{breaker.StateClosed: "closed", breaker.StateHalfOpen: "half-open", breaker.StateOpen: "open", 9: "unknown"} {
+		if s.String() != want {
+			t.Errorf("State(%d) = %q, want %q", s, s, want)
+		}
+	}
+}
