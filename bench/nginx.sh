@@ -1,0 +1,259 @@
+#!/usr/bin/env bash
+# listingproxy's cache hits next to nginx proxy_cache and Varnish serving the
+# same bytes, and listingproxy's CPU per cache miss (issue 16).
+#
+#   bash bench/nginx.sh                    # every case, ROUNDS=5 of DURATION=3s (about 25 minutes)
+#   CASES='2KB/identity/c64/1key' bash bench/nginx.sh
+#   MODE=miss bash bench/nginx.sh          # CPU per miss by shape (listingproxy only)
+#
+# Setup. listingproxy runs on the demo (SQLite) with authentication on and the
+# access log off. nginx (proxy_cache) and Varnish run in front of it as their
+# origin: they fill their caches from listingproxy, so every server holds the
+# very same bytes for the same URL (status, body, ETag...). The caches are
+# warmed with every key of a case before it is measured, so the origin is not
+# involved in what is measured. Each checks Basic authentication on every
+# request as cheaply as it can (nginx: a map of the exact Authorization value;
+# Varnish: a string comparison in VCL; listingproxy: its memo of verified
+# headers), and keys its cache on the Authorization header, like listingproxy.
+# nginx and Varnish are installed from Debian packages when missing and run in
+# the foreground on free loopback ports; every process is stopped by PID.
+#
+# Measurement. The three servers are pinned to CPU 0, wrk to CPU 1 (with
+# taskset and 2+ CPUs). Each round measures the three back to back (wrk, a Lua
+# script cycling through the case's paths); the ratios printed are the medians
+# of the per-round ratios, so slow drifts of a shared VM's speed cancel out.
+# CPU µs per request is the server's user+system time (/proc, every process of
+# the server) divided by the requests wrk completed, median over the rounds.
+#
+# Cases: body 2KB (a one-property full list or a single property) or 45KB (a
+# 22-property full list); encoding identity or gzip (Accept-Encoding: gzip:
+# every server answers with a gzip body it stored once); 64 or 256
+# connections; 1 key, 10,000 keys cycled in order, or 10,000 keys drawn from a
+# Zipf distribution (s=1.1).
+#
+# Miss mode: distinct, never cached URLs against listingproxy alone, CPU per
+# miss for each shape (20-property full list, 1-property list, single
+# property), each URL asked once.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+DURATION=${DURATION:-3s}
+ROUNDS=${ROUNDS:-5}
+KEYS=${KEYS:-10000}
+MODE=${MODE:-hit}
+CASES=${CASES:-}
+
+need() { command -v "$1" >/dev/null || { echo "installing $2 (apt-get)"; (apt-get update -qq && apt-get install -y -qq "$2") >/dev/null; }; }
+need wrk wrk
+need python3 python3
+if [ "$MODE" = hit ]; then need nginx nginx-light; need varnishd varnish; fi
+
+SERVER_CPU=() WRK_CPU=() THREADS=2
+if [ "${PIN:-1}" = 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+  SERVER_CPU=(taskset -c 0) WRK_CPU=(taskset -c 1) THREADS=1
+fi
+work=$(mktemp -d); chmod 755 "$work"   # varnishd reads its VCL as an unprivileged user
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+go build -o "$work/listingproxy" ./cmd/listingproxy
+go build -o "$work/warm" ./bench/cmd/warm
+
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+wait_port() { # port name: wait (bounded) until something answers there
+  for _ in $(seq 1 300); do if curl -s -o /dev/null "http://127.0.0.1:$1/"; then return; fi; sleep 0.1; done
+  echo "$2 never answered on port $1; its log:"; tail -20 "$work/$2.log" 2>/dev/null; exit 1
+}
+
+# listingproxy: the demo, a cache large enough for 10,000 45KB bodies, entries
+# that stay fresh for the whole run, errors-only log.
+LP=$(free_port)
+sed -e 's|^\(  max_bytes:\).*|\1 2GiB|' -e 's|^\(  ttl:\).*|\1 2h|' -e "s|file:listingproxy-demo.db|file:$work/demo.db|" \
+    -e 's|^\(  level:\).*|\1 error|' config.yaml >"$work/config.yaml"
+"${SERVER_CPU[@]}" "$work/listingproxy" -config "$work/config.yaml" -listen "127.0.0.1:$LP" -admin-listen off >"$work/lp.log" 2>&1 &
+pids+=($!); LP_PID=$!
+wait_port "$LP" lp
+
+CRED=$(printf 'harbour:harbour-demo' | base64)
+AUTH="Authorization: Basic $CRED"
+GZIP="Accept-Encoding: gzip"
+
+# wrk script: cycle through the paths file from a random start per thread.
+cat >"$work/paths.lua" <<'LUA'
+local paths = {}
+local i = 0
+init = function(args)
+  for line in io.lines(args[1]) do paths[#paths + 1] = line end
+  i = math.random(#paths) - 1
+end
+request = function()
+  i = i % #paths + 1
+  return wrk.format(nil, paths[i])
+end
+LUA
+
+# Paths. Every property list in full detail, ordered by one of eleven fields,
+# from every offset, in both countries: thousands of distinct cache keys.
+python3 - "$work" "$KEYS" <<'PY'
+import random, sys
+work, keys = sys.argv[1], int(sys.argv[2])
+orders = ["id","agency_id","status","approved","last_updated","price","bedrooms","bathrooms","suburb","category","property_type"]
+def lists(limit, n):
+    out = []
+    for fmt in ("xml", "json"):
+        for c in ("au", "nz"):
+            for o in orders:
+                for off in range(0, 400 - limit + 1):
+                    out.append(f"/{c}/properties.{fmt}?detail=full&limit={limit}&offset={off}&order={o}")
+    random.Random(7).shuffle(out)
+    if len(out) < n:
+        sys.exit(f"only {len(out)} distinct paths for limit={limit}")
+    return out[:n]
+def write(name, paths):
+    with open(f"{work}/{name}", "w") as f:
+        f.write("\n".join(paths) + "\n")
+def zipf(paths, s=1.1, n=200000):
+    w = [1 / (k + 1) ** s for k in range(len(paths))]
+    return random.Random(11).choices(paths, weights=w, k=n)
+for body, limit in (("2KB", 1), ("45KB", 22)):
+    many = lists(limit, keys)
+    write(f"{body}.1key", [many[0]])
+    write(f"{body}.cycled", many)
+    write(f"{body}.zipf", zipf(many))
+# Miss mode: shapes asked once each.
+write("miss.list20", lists(20, 12000))
+write("miss.list1", lists(1, 12000))
+write("miss.single", [f"/{c}/properties/{i}.{f}" for f in ("xml", "json") for c in ("au", "nz") for i in range(1, 401)])
+PY
+
+cpu_ticks() { # sum of utime+stime of the given pids
+  local t=0 p
+  for p in "$@"; do [ -r "/proc/$p/stat" ] && t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat"))); done
+  echo "$t"
+}
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+HZ=$(getconf CLK_TCK)
+
+# measure URLBASE PATHSFILE CONNS ENCODING PIDS... -> "req/s cpu_us"
+measure() {
+  local base=$1 paths=$2 conns=$3 enc=$4; shift 4
+  local hdr=(-H "$AUTH"); [ "$enc" = gzip ] && hdr+=(-H "$GZIP")
+  local t0 t1 out n rps
+  t0=$(cpu_ticks "$@")
+  out=$("${WRK_CPU[@]}" wrk -t"$THREADS" -c"$conns" -d"$DURATION" "${hdr[@]}" -s "$work/paths.lua" "$base" -- "$paths" 2>&1)
+  t1=$(cpu_ticks "$@")
+  n=$(awk '/requests in/ {print $1}' <<<"$out"); rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  if [ -z "$n" ] || grep -q 'Non-2xx' <<<"$out"; then echo "wrk failed or got non-2xx answers from $base:" >&2; echo "$out" >&2; exit 1; fi
+  awk -v a="$t0" -v b="$t1" -v n="$n" -v hz="$HZ" -v r="$rps" 'BEGIN {printf "%s %.1f\n", r, (b-a)/hz*1e6/n}'
+}
+
+if [ "$MODE" = miss ]; then
+  printf '\n%-8s %10s %12s   (listingproxy, distinct uncached URLs, %s rounds of %s, 8 connections)\n' shape req/s "cpu µs/miss" "$ROUNDS" "$DURATION"
+  for shape in list20 list1 single; do
+    : >"$work/m.rps"; : >"$work/m.cpu"
+    for r in $(seq 1 "$ROUNDS"); do
+      # Each round gets its own slice of never-asked paths.
+      total=$(wc -l <"$work/miss.$shape"); per=$((total / ROUNDS))
+      sed -n "$(( (r - 1) * per + 1 )),$(( r * per ))p" "$work/miss.$shape" >"$work/m.paths"
+      read -r rps cpu < <(measure "http://127.0.0.1:$LP" "$work/m.paths" 8 identity "$LP_PID")
+      echo "$rps" >>"$work/m.rps"; echo "$cpu" >>"$work/m.cpu"
+    done
+    printf '%-8s %10.0f %12.1f\n' "$shape" "$(median <"$work/m.rps")" "$(median <"$work/m.cpu")"
+  done
+  echo "(a URL asked twice within a run would be a hit: per-round slices have $(( $(wc -l <"$work/miss.list20") / ROUNDS )) paths; if req/s × duration exceeds that, raise the counts)"
+  exit 0
+fi
+
+# nginx: proxy_cache in front of listingproxy, one worker, auth by exact header.
+NG=$(free_port)
+mkdir -p "$work/nginx/cache" "$work/nginx/tmp"
+cat >"$work/nginx/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log error;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $work/nginx/tmp; proxy_temp_path $work/nginx/tmp;
+  fastcgi_temp_path $work/nginx/tmp; uwsgi_temp_path $work/nginx/tmp; scgi_temp_path $work/nginx/tmp;
+  proxy_cache_path $work/nginx/cache levels=1:2 keys_zone=lp:64m max_size=4g inactive=2h use_temp_path=off;
+  map \$http_authorization \$auth_ok { "Basic $CRED" 1; default 0; }
+  server {
+    listen 127.0.0.1:$NG;
+    keepalive_requests 1000000;
+    location / {
+      if (\$auth_ok = 0) { return 401; }
+      proxy_pass http://127.0.0.1:$LP;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_cache lp;
+      proxy_cache_key "\$http_authorization|\$http_accept_encoding|\$request_uri";
+      proxy_cache_valid 200 2h;
+      proxy_ignore_headers Vary;
+      add_header X-Cache-Status \$upstream_cache_status;
+    }
+  }
+}
+EOF
+"${SERVER_CPU[@]}" nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" &
+pids+=($!); NG_MASTER=$!
+wait_port "$NG" nginx/error
+NG_PIDS=("$NG_MASTER" $(pgrep -P "$NG_MASTER" || true))
+
+# Varnish: a malloc store, hashing on the Authorization and Accept-Encoding
+# headers too; the builtin VCL would pass every request with Authorization.
+VA=$(free_port)
+cat >"$work/default.vcl" <<EOF
+vcl 4.1;
+backend lp { .host = "127.0.0.1"; .port = "$LP"; }
+sub vcl_recv {
+  if (req.http.Authorization != "Basic $CRED") { return (synth(401)); }
+  return (hash);
+}
+sub vcl_hash { hash_data(req.http.Authorization); }
+sub vcl_backend_response { set beresp.ttl = 2h; unset beresp.http.Vary; return (deliver); }
+EOF
+"${SERVER_CPU[@]}" varnishd -F -a "127.0.0.1:$VA" -f "$work/default.vcl" -n "$work/varnish" -s malloc,3g \
+  -p thread_pools=1 >"$work/varnish.log" 2>&1 &
+pids+=($!); VA_MASTER=$!
+wait_port "$VA" varnish
+va_pids() { echo "$VA_MASTER" $(pgrep -P "$VA_MASTER" || true); }
+
+printf '\n%-28s %9s %9s %9s  %8s %8s %8s  %7s %7s   (median of %s rounds of %s)\n' \
+  case lp-req/s nginx varnish lp-µs ng-µs va-µs lp/ng lp/va "$ROUNDS" "$DURATION"
+for body in 2KB 45KB; do
+  for enc in identity gzip; do
+    for conns in 64 256; do
+      for keys in 1key cycled zipf; do
+        name="$body/$enc/c$conns/$keys"
+        if [ -n "$CASES" ] && ! grep -qw -- "$name" <<<"$CASES"; then continue; fi
+        paths="$work/$body.$keys"
+        warmhdr=(-H "$AUTH"); [ "$enc" = gzip ] && warmhdr+=(-H "$GZIP")
+        for port in "$LP" "$NG" "$VA"; do                      # fill each cache with the case's keys
+          "$work/warm" -base "http://127.0.0.1:$port" -paths <(sort -u "$paths") "${warmhdr[@]}"
+        done
+        p1=$(head -1 "$paths")                                 # and check that each now answers it from its cache
+        curl -fsS -o /dev/null -D - "${warmhdr[@]}" "http://127.0.0.1:$LP$p1" | grep -qi '^Cache-Status: listingproxy; hit' || { echo "$name: listingproxy did not hit"; exit 1; }
+        curl -fsS -o /dev/null -D - "${warmhdr[@]}" "http://127.0.0.1:$NG$p1" | grep -qi '^X-Cache-Status: HIT' || { echo "$name: nginx did not hit"; exit 1; }
+        curl -fsS -o /dev/null -D - "${warmhdr[@]}" "http://127.0.0.1:$VA$p1" | grep -qiE '^X-Varnish: [0-9]+ [0-9]+' || { echo "$name: varnish did not hit"; exit 1; }
+        for f in lp ng va r_ng r_va; do : >"$work/$f.rps"; : >"$work/$f.cpu"; done
+        for _ in $(seq 1 "$ROUNDS"); do
+          read -r a ac < <(measure "http://127.0.0.1:$LP" "$paths" "$conns" "$enc" "$LP_PID")
+          read -r b bc < <(measure "http://127.0.0.1:$NG" "$paths" "$conns" "$enc" "${NG_PIDS[@]}")
+          read -r c cc < <(measure "http://127.0.0.1:$VA" "$paths" "$conns" "$enc" $(va_pids))
+          echo "$a" >>"$work/lp.rps"; echo "$ac" >>"$work/lp.cpu"
+          echo "$b" >>"$work/ng.rps"; echo "$bc" >>"$work/ng.cpu"
+          echo "$c" >>"$work/va.rps"; echo "$cc" >>"$work/va.cpu"
+          awk -v a="$a" -v b="$b" 'BEGIN {print a/b}' >>"$work/r_ng.rps"
+          awk -v a="$a" -v c="$c" 'BEGIN {print a/c}' >>"$work/r_va.rps"
+        done
+        printf '%-28s %9.0f %9.0f %9.0f  %8.1f %8.1f %8.1f  %7.2f %7.2f\n' "$name" \
+          "$(median <"$work/lp.rps")" "$(median <"$work/ng.rps")" "$(median <"$work/va.rps")" \
+          "$(median <"$work/lp.cpu")" "$(median <"$work/ng.cpu")" "$(median <"$work/va.cpu")" \
+          "$(median <"$work/r_ng.rps")" "$(median <"$work/r_va.rps")"
+      done
+    done
+  done
+done
