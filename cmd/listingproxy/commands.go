@@ -9,9 +9,10 @@ import (
 	"net"
 	"net/http"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"time"
+
+	"listingproxy/telemetry"
 )
 
 // commands lists the subcommands for the help, in the order shown.
@@ -50,49 +51,10 @@ Documentation: docs/operations.md and docs/configuration.md.
 	return err
 }
 
-// buildInfo is what the binary knows of its own build.
-type buildInfo struct {
-	Version  string // module version, "(devel)" for a build from a work tree
-	Commit   string // vcs.revision, "" when not built from a VCS checkout
-	Modified bool   // vcs.modified: the work tree had uncommitted changes
-	Go       string // Go version, e.g. go1.26.8
-}
-
-// readBuildInfo reads the build information the Go toolchain embeds.
-func readBuildInfo() buildInfo {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return buildInfo{Version: "unknown", Go: runtime.Version()}
-	}
-	return fromDebug(bi)
-}
-
-func fromDebug(bi *debug.BuildInfo) buildInfo {
-	b := buildInfo{Version: bi.Main.Version, Go: bi.GoVersion}
-	if b.Version == "" {
-		b.Version = "(devel)"
-	}
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			b.Commit = s.Value
-		case "vcs.modified":
-			b.Modified = s.Value == "true"
-		}
-	}
-	return b
-}
-
-// String is the line "listingproxy version" prints.
-func (b buildInfo) String() string {
-	commit := b.Commit
-	switch {
-	case commit == "":
-		commit = "unknown"
-	case b.Modified:
-		commit += " (modified)"
-	}
-	return fmt.Sprintf("listingproxy %s commit %s %s %s/%s", b.Version, commit, b.Go, runtime.GOOS, runtime.GOARCH)
+// versionLine is what "listingproxy version" prints: the build the
+// metrics' listingproxy_build_info also names, and the platform.
+func versionLine(b telemetry.Build) string {
+	return fmt.Sprintf("listingproxy %s commit %s %s %s/%s", b.Version, b.Commit, b.GoVersion, runtime.GOOS, runtime.GOARCH)
 }
 
 func versionCommand(args []string, stdout, stderr io.Writer) error {
@@ -101,7 +63,7 @@ func versionCommand(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(stdout, readBuildInfo())
+	_, err := fmt.Fprintln(stdout, versionLine(telemetry.ReadBuild()))
 	return err
 }
 

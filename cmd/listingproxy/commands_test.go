@@ -11,11 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"listingproxy/telemetry"
 )
 
 func noEnv(string) string { return "" }
@@ -97,24 +98,21 @@ func TestExitStatus(t *testing.T) {
 	}
 }
 
-func TestBuildInfo(t *testing.T) {
+func TestVersionLine(t *testing.T) {
 	platform := runtime.GOOS + "/" + runtime.GOARCH
 	tests := []struct {
 		name string
-		bi   debug.BuildInfo
+		b    telemetry.Build
 		want string
 	}{
-		{"release", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.4.0"}, Settings: []debug.BuildSetting{
-			{Key: "vcs.revision", Value: "0123456789abcdef0123456789abcdef01234567"}, {Key: "vcs.modified", Value: "false"},
-		}}, "listingproxy v1.4.0 commit 0123456789abcdef0123456789abcdef01234567 go1.26.8 " + platform},
-		{"work tree with changes", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
-			{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "true"},
-		}}, "listingproxy (devel) commit abc123 (modified) go1.26.8 " + platform},
-		{"no vcs (go test, -buildvcs=false)", debug.BuildInfo{GoVersion: "go1.26.8"}, "listingproxy (devel) commit unknown go1.26.8 " + platform},
+		{"release", telemetry.Build{Version: "v1.4.0", Commit: "0123456789abcdef0123456789abcdef01234567", GoVersion: "go1.26.8"},
+			"listingproxy v1.4.0 commit 0123456789abcdef0123456789abcdef01234567 go1.26.8 " + platform},
+		{"work tree with changes", telemetry.Build{Version: "(devel)", Commit: "abc123-dirty", GoVersion: "go1.26.8"},
+			"listingproxy (devel) commit abc123-dirty go1.26.8 " + platform},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := fromDebug(&tt.bi).String(); got != tt.want {
+			if got := versionLine(tt.b); got != tt.want {
 				t.Errorf("got  %q\nwant %q", got, tt.want)
 			}
 		})
@@ -122,7 +120,7 @@ func TestBuildInfo(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	want := readBuildInfo().String() + "\n"
+	want := versionLine(telemetry.ReadBuild()) + "\n"
 	for _, arg := range []string{"version", "-version", "--version"} {
 		t.Run(arg, func(t *testing.T) {
 			status, out, _ := runCmd(t, noEnv, arg)
