@@ -1,14 +1,20 @@
 package proxy
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
 	"net/http"
+	"net/netip"
+	"runtime"
 	"strings"
-	"sync"
+	"time"
+	"unicode/utf8"
 
 	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/sync/singleflight"
+
+	"listingproxy/clientip"
 )
 
 // Permissions is a user's permission set.
@@ -54,33 +60,171 @@ type principal struct {
 	variant string
 }
 
-// maxVerified bounds the memo of verified Authorization headers; when full
-// it is reset (a new generation), which costs one bcrypt per active header.
-const maxVerified = 10000
+// Limit is a token bucket: PerSecond tokens a second on average, at most
+// Burst at once. The zero Limit means no limit where a limit is optional.
+type Limit struct {
+	PerSecond float64
+	Burst     int
+}
 
-// authenticator checks HTTP Basic credentials. bcrypt runs once per distinct
-// Authorization header: results (success and failure) are memoised under
-// the SHA-256 of the header value, never the password itself, and
-// concurrent first uses of one header share one bcrypt.
+// AuthOptions bound what authentication may cost. The zero value works
+// with the defaults below.
+type AuthOptions struct {
+	// Workers is how many bcrypt checks of not-yet-verified credentials run
+	// at once. Default: one less than GOMAXPROCS, at least 1, so that
+	// verified callers always find a CPU.
+	Workers int
+	// Queue is how many checks may wait for a worker; past it a request
+	// gets 429 without a check. Default 8.
+	Queue int
+	// AddressFailures and UsernameFailures are token buckets of failed
+	// checks per client address (IPv6: per /64) and per username (known
+	// or not); an attempt that finds its bucket empty gets 429 without a
+	// check. Defaults: 30 a minute, burst 10; 10 a minute, burst 5.
+	AddressFailures  Limit
+	UsernameFailures Limit
+	// VerifiedEntries bounds the verified credentials remembered. Default
+	// 10000.
+	VerifiedEntries int
+	// ClientIP finds the client address of a request for AddressFailures.
+	// The zero value uses the TCP peer.
+	ClientIP clientip.Resolver
+	// Compare checks a password against its hash. Default
+	// bcrypt.CompareHashAndPassword; tests replace it to count or hold
+	// checks.
+	Compare func(hash, password []byte) error
+}
+
+// Defaults of AuthOptions.
+const (
+	defaultAuthQueue       = 8
+	defaultVerifiedEntries = 10000
+	// failedEntries bounds the remembered failed headers; they live apart
+	// from verified ones, so a flood of bad headers evicts only bad ones.
+	failedEntries = 4096
+	// maxHeader and maxPassword bound what is ever hashed: no Basic header
+	// of a configured user is longer, and bcrypt ignores bytes past 72
+	// (accepting them would give one password endless spellings).
+	maxHeader   = 1024
+	maxPassword = 72
+	// minUsernameBound is the shortest limit on usernames looked up: the
+	// config's own limit on a username's length.
+	minUsernameBound = 64
+)
+
+var (
+	defaultAddressFailures  = Limit{PerSecond: 30.0 / 60, Burst: 10}
+	defaultUsernameFailures = Limit{PerSecond: 10.0 / 60, Burst: 5}
+)
+
+// denial is why a request was not authenticated: its metric reason, and
+// for a 429 when to retry.
+type denial struct {
+	reason     string // one of the Reject* constants
+	retryAfter time.Duration
+}
+
+// Reasons an API request is refused before it reaches a handler, as
+// RequestInfo.Rejection reports them.
+const (
+	RejectMissing     = "missing"         // no Authorization header: 401
+	RejectBad         = "bad_credentials" // malformed or wrong credentials: 401
+	RejectThrottled   = "throttled"       // too many failures from the address or for the username: 429
+	RejectPoolFull    = "pool_full"       // too many unverified checks at once: 429
+	RejectTenantLimit = "tenant_limit"    // the tenant's rate limit: 429
+)
+
+// authGuard is what bounds authentication across reloads: the bcrypt pool
+// and the failure buckets outlive an authenticator.
+type authGuard struct {
+	now       func() time.Time
+	clientIP  clientip.Resolver
+	admit     chan struct{} // a slot per worker and per queue place
+	work      chan struct{} // a slot per worker
+	addresses *bucketTable[netip.Addr]
+	usernames *bucketTable[string]
+	verified  int // memo size of each authenticator
+	compare   func(hash, password []byte) error
+}
+
+func newAuthGuard(o AuthOptions, now func() time.Time) *authGuard {
+	workers := o.Workers
+	if workers <= 0 {
+		workers = max(1, runtime.GOMAXPROCS(0)-1)
+	}
+	queue := cmp.Or(max(o.Queue, 0), defaultAuthQueue)
+	g := &authGuard{
+		now:       now,
+		clientIP:  o.ClientIP,
+		admit:     make(chan struct{}, workers+queue),
+		work:      make(chan struct{}, workers),
+		addresses: newBucketTable[netip.Addr](orLimit(o.AddressFailures, defaultAddressFailures), maxBuckets),
+		usernames: newBucketTable[string](orLimit(o.UsernameFailures, defaultUsernameFailures), maxBuckets),
+		verified:  cmp.Or(max(o.VerifiedEntries, 0), defaultVerifiedEntries),
+		compare:   o.Compare,
+	}
+	if g.compare == nil {
+		g.compare = bcrypt.CompareHashAndPassword
+	}
+	return g
+}
+
+func orLimit(l, def Limit) Limit {
+	if l.PerSecond <= 0 || l.Burst <= 0 {
+		return def
+	}
+	return l
+}
+
+// check runs fn on a pool worker, waiting behind at most the queue; it
+// reports false, without running fn, when the queue is full. The wait is
+// bounded by the queue's length times one check, so it needs no deadline.
+func (g *authGuard) check(fn func()) bool {
+	select {
+	case g.admit <- struct{}{}:
+	default:
+		return false
+	}
+	g.work <- struct{}{}
+	defer func() { <-g.work; <-g.admit }()
+	fn()
+	return true
+}
+
+// authenticator checks HTTP Basic credentials. A verified Authorization
+// header is remembered under its SHA-256 (never the password), so it costs
+// one hash and one lookup from then on, and never waits for anything
+// unverified. The first check of a header runs bcrypt in the guard's pool,
+// once for concurrent first uses of one header, unless the client address
+// or the username has failed too often.
 type authenticator struct {
 	users   map[string]*User
 	tenants map[string]*Tenant
 	dummy   []byte // hash checked for unknown users, so timing does not reveal them
+	maxName int    // longest username looked up; longer ones are refused unhashed
+	guard   *authGuard
 
-	mu       sync.RWMutex
-	verified map[[32]byte]*principal // nil value: known bad header
+	// verified holds only credentials that passed, in their canonical
+	// spelling, so only a password's holder can add to it; failed holds
+	// recent failures, so a client repeating a wrong header costs nothing.
+	verified *clockMemo[*principal]
+	failed   *clockMemo[struct{}]
 	flight   singleflight.Group
 }
 
-func newAuthenticator(users []User, tenants map[string]*Tenant) *authenticator {
+func newAuthenticator(users []User, tenants map[string]*Tenant, g *authGuard) *authenticator {
 	a := &authenticator{
 		users:    make(map[string]*User, len(users)),
 		tenants:  tenants,
-		verified: make(map[[32]byte]*principal),
+		maxName:  minUsernameBound,
+		guard:    g,
+		verified: newClockMemo[*principal](g.verified),
+		failed:   newClockMemo[struct{}](failedEntries),
 	}
 	for i := range users {
 		u := users[i]
 		a.users[u.Username] = &u
+		a.maxName = max(a.maxName, len(u.Username))
 		if a.dummy == nil {
 			a.dummy = u.PasswordHash
 		}
@@ -88,54 +232,96 @@ func newAuthenticator(users []User, tenants map[string]*Tenant) *authenticator {
 	return a
 }
 
-// authenticate returns the caller of r, or nil when the credentials are
-// missing or wrong.
-func (a *authenticator) authenticate(r *http.Request) *principal {
+// authenticate returns the caller of r, or why there is none.
+func (a *authenticator) authenticate(r *http.Request) (*principal, denial) {
 	h := r.Header["Authorization"]
-	if len(h) != 1 || len(h[0]) > 1024 {
-		return nil
+	if len(h) == 0 {
+		return nil, denial{reason: RejectMissing}
+	}
+	if len(h) != 1 || len(h[0]) > maxHeader {
+		return nil, denial{reason: RejectBad}
 	}
 	sum := sha256.Sum256([]byte(h[0]))
-	a.mu.RLock()
-	p, ok := a.verified[sum]
-	a.mu.RUnlock()
-	if ok {
-		return p
+	if p, ok := a.verified.get(sum); ok {
+		return p, denial{}
 	}
-	v, _, _ := a.flight.Do(string(sum[:]), func() (any, error) {
-		p := a.verify(h[0])
-		a.mu.Lock()
-		if len(a.verified) >= maxVerified {
-			a.verified = make(map[[32]byte]*principal)
-		}
-		a.verified[sum] = p
-		a.mu.Unlock()
-		return p, nil
-	})
-	return v.(*principal)
+	return a.slow(r, h[0], sum)
 }
 
-func (a *authenticator) verify(header string) *principal {
+// outcome is the shared result of one check.
+type outcome struct {
+	p *principal
+	d denial
+}
+
+// slow checks a header not verified before.
+func (a *authenticator) slow(r *http.Request, header string, sum [32]byte) (*principal, denial) {
+	name, pass, canonical, ok := parseBasic(header)
+	if !ok || len(name) > a.maxName || len(pass) > maxPassword || !utf8.ValidString(name) {
+		return nil, denial{reason: RejectBad}
+	}
+	if _, ok := a.failed.get(sum); ok {
+		return nil, denial{reason: RejectBad}
+	}
+	g := a.guard
+	now := g.now()
+	addr := bucketAddr(g.clientIP.Addr(r))
+	if wait := max(g.addresses.wait(addr, now), g.usernames.wait(name, now)); wait > 0 {
+		return nil, denial{reason: RejectThrottled, retryAfter: wait}
+	}
+	v, _, _ := a.flight.Do(string(sum[:]), func() (any, error) {
+		var p *principal
+		if !g.check(func() { p = a.verify(name, pass) }) {
+			return outcome{d: denial{reason: RejectPoolFull, retryAfter: time.Second}}, nil
+		}
+		switch {
+		case p != nil && canonical:
+			a.verified.put(sum, p)
+		case p == nil:
+			a.failed.put(sum, struct{}{})
+			now := g.now()
+			g.addresses.fail(addr, now)
+			g.usernames.fail(name, now)
+			return outcome{d: denial{reason: RejectBad}}, nil
+		}
+		return outcome{p: p}, nil
+	})
+	o := v.(outcome)
+	return o.p, o.d
+}
+
+// parseBasic splits a Basic Authorization header. canonical reports the
+// one spelling a client library sends ("Basic " in any case, then the
+// padded standard base64 of the exact bytes); only that spelling is
+// remembered, so one password cannot fill the memo with variants.
+func parseBasic(header string) (name, pass string, canonical, ok bool) {
 	const prefix = "Basic "
 	if len(header) < len(prefix) || !strings.EqualFold(header[:len(prefix)], prefix) {
-		return nil
+		return "", "", false, false
 	}
-	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(header[len(prefix):]))
+	enc := header[len(prefix):]
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(enc))
 	if err != nil {
-		return nil
+		return "", "", false, false
 	}
-	name, pass, ok := strings.Cut(string(raw), ":")
+	name, pass, ok = strings.Cut(string(raw), ":")
 	if !ok {
-		return nil
+		return "", "", false, false
 	}
+	return name, pass, base64.StdEncoding.EncodeToString(raw) == enc, true
+}
+
+// verify runs bcrypt: for an unknown user against a dummy hash, so that
+// the time taken does not tell whether the user exists.
+func (a *authenticator) verify(name, pass string) *principal {
 	u := a.users[name]
 	if u == nil {
 		if a.dummy != nil {
-			_ = bcrypt.CompareHashAndPassword(a.dummy, []byte(pass))
+			_ = a.guard.compare(a.dummy, []byte(pass))
 		}
 		return nil
 	}
-	if bcrypt.CompareHashAndPassword(u.PasswordHash, []byte(pass)) != nil {
+	if a.guard.compare(u.PasswordHash, []byte(pass)) != nil {
 		return nil
 	}
 	t := a.tenants[u.Tenant]
@@ -143,4 +329,14 @@ func (a *authenticator) verify(header string) *principal {
 		return nil
 	}
 	return &principal{username: u.Username, tenant: t, perms: u.Permissions, variant: u.Permissions.String()}
+}
+
+// bucketAddr is the address a failure bucket is kept for: IPv6 clients
+// are counted per /64, the block one subscriber usually holds.
+func bucketAddr(a netip.Addr) netip.Addr {
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.Addr()
+	}
+	return a
 }

@@ -38,6 +38,9 @@ const (
 	msgInternal       = "internal error"
 	msgNotFound       = "Not found"
 	msgMethod         = "Method not allowed: use GET or HEAD"
+	msgThrottled      = "Too many failed sign-in attempts; please try again later"
+	msgBusy           = "Too many sign-in attempts at once; please try again shortly"
+	msgTenantLimit    = "Too many requests; please slow down and try again shortly"
 	retryAfterSeconds = "15"
 )
 

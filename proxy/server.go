@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/time/rate"
 
 	"listingproxy/cache"
 	"listingproxy/normalize"
@@ -37,6 +38,11 @@ type Tenant struct {
 	Backend     upstream.Backend // where its data lives
 	BackendName string           // for breakers, logs and metrics
 	Upstream    string           // the tenant's identity at the backend (Scope.Tenant)
+	// RateLimit bounds the tenant's API requests (all of them, cache hits
+	// included); past it the answer is 429. The zero Limit: none.
+	RateLimit Limit
+
+	limiter *rate.Limiter // from RateLimit; nil: no limit
 }
 
 // Options are the optional knobs of a Server. The zero value works: no cache,
@@ -74,6 +80,9 @@ type Options struct {
 	// proxy finds its own writer by unwrapping it). It runs on the request's
 	// goroutine and should be quick. Default: nothing.
 	Observe func(w http.ResponseWriter, info RequestInfo)
+	// Auth bounds the cost of authentication (bcrypt pool, failure
+	// throttling, memo size); see AuthOptions for the defaults.
+	Auth AuthOptions
 }
 
 // RequestInfo is what the proxy reports about an answered API request, for
@@ -97,6 +106,10 @@ type RequestInfo struct {
 	// it itself only at debug level, so that an outage does not write a
 	// line per request: the observer aggregates.
 	Err error
+	// Rejection is why the request was refused before its handler ran:
+	// RejectMissing or RejectBad (401), RejectThrottled, RejectPoolFull or
+	// RejectTenantLimit (429); "" when it was not.
+	Rejection string
 }
 
 // ReloadOptions are the settings Reload replaces. A nil field keeps the
@@ -123,6 +136,7 @@ type Server struct {
 	tracer    trace.Tracer        // nil: no spans
 	observe   func(http.ResponseWriter, RequestInfo)
 	date      atomic.Pointer[dateHeader] // the last Date value sent
+	guard     *authGuard                 // bcrypt pool and failure buckets, kept across reloads
 
 	// live holds what Reload may replace. A request loads it once and
 	// uses that snapshot throughout, so a reload never mixes old users with
@@ -145,6 +159,7 @@ func New(users []User, tenants []Tenant, o Options) (*Server, error) {
 		if t.Backend == nil {
 			return nil, errors.New("proxy: tenant " + t.Name + " has no backend")
 		}
+		t.limiter = newTenantLimiter(t.RateLimit)
 		tm[t.Name] = &t
 	}
 	if err := checkUsers(users, tm); err != nil {
@@ -162,13 +177,14 @@ func New(users []User, tenants []Tenant, o Options) (*Server, error) {
 	if o.TracerProvider != nil {
 		s.tracer = o.TracerProvider.Tracer("listingproxy/proxy")
 	}
-	st := &settings{auth: newAuthenticator(users, tm), policy: o.Policy, breakers: o.Breakers}
 	if s.countries == nil {
 		s.countries = map[string]*time.Location{"au": mustZone("Australia/Sydney"), "nz": mustZone("Pacific/Auckland")}
 	}
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.guard = newAuthGuard(o.Auth, s.now)
+	st := &settings{auth: newAuthenticator(users, tm, s.guard), policy: o.Policy, breakers: o.Breakers}
 	s.scopes = make(map[scopeKey]string)
 	for perms := range PermFull | PermPrices + 1 {
 		for country := range s.countries {
@@ -209,7 +225,7 @@ func (s *Server) Reload(users []User, o ReloadOptions) error {
 		return err
 	}
 	old := s.live.Load()
-	st := &settings{auth: newAuthenticator(users, s.tenants), policy: o.Policy, breakers: o.Breakers}
+	st := &settings{auth: newAuthenticator(users, s.tenants, s.guard), policy: o.Policy, breakers: o.Breakers}
 	if st.policy == nil {
 		st.policy = old.policy
 	}
@@ -270,12 +286,14 @@ type apiHandler func(w http.ResponseWriter, r request) (cacheOutcome string, err
 func (s *Server) api(format render.Format, h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rq := request{Request: r, ctx: r.Context(), st: s.live.Load(), format: format}
-		rq.who = s.authenticate(&rq)
+		var deny denial
+		rq.who, deny = s.authenticate(&rq)
 		var err error
 		switch {
 		case rq.who == nil:
-			w.Header().Set("WWW-Authenticate", `Basic realm="listings", charset="UTF-8"`)
-			err = &Error{Status: http.StatusUnauthorized, Message: msgUnauthorized}
+			err = refuse(w, deny)
+		case rq.who.tenant.limiter != nil && s.overLimit(w, rq.who.tenant, &deny):
+			err = &Error{Status: http.StatusTooManyRequests, Message: msgTenantLimit}
 		default:
 			rq.country = r.PathValue("country")
 			rq.loc = s.countries[rq.country]
@@ -299,7 +317,7 @@ func (s *Server) api(format render.Format, h apiHandler) http.Handler {
 			s.writeError(w, r, format, err)
 		}
 		if s.observe != nil {
-			info := RequestInfo{Cache: rq.cache, AuthFailed: rq.who == nil, Err: failure}
+			info := RequestInfo{Cache: rq.cache, AuthFailed: rq.who == nil && (deny.reason == RejectMissing || deny.reason == RejectBad), Rejection: deny.reason, Err: failure}
 			if rq.who != nil {
 				info.Tenant, info.Backend, info.User = rq.who.tenant.Name, rq.who.tenant.BackendName, rq.who.username
 			}
@@ -310,21 +328,50 @@ func (s *Server) api(format render.Format, h apiHandler) http.Handler {
 
 // authenticate runs the authenticator in a proxy.authenticate span and tags
 // the server span with the caller's tenant (never the user or credentials).
-func (s *Server) authenticate(r *request) *principal {
+func (s *Server) authenticate(r *request) (*principal, denial) {
 	if s.tracer == nil {
 		return r.st.auth.authenticate(r.Request)
 	}
 	_, span := s.tracer.Start(r.ctx, "proxy.authenticate")
-	who := r.st.auth.authenticate(r.Request)
+	who, deny := r.st.auth.authenticate(r.Request)
 	if who == nil {
-		span.SetAttributes(attrAuthResult.String("failed"))
+		span.SetAttributes(attrAuthResult.String("failed"), attrAuthReason.String(deny.reason))
 	} else {
 		tenant := attrTenant.String(who.tenant.Name)
 		span.SetAttributes(attrAuthResult.String("ok"), tenant)
 		trace.SpanFromContext(r.ctx).SetAttributes(tenant)
 	}
 	span.End()
-	return who
+	return who, deny
+}
+
+// refuse returns the error answering a request that was not authenticated,
+// with its headers: a 401 challenge, or a 429 with Retry-After.
+func refuse(w http.ResponseWriter, d denial) error {
+	switch d.reason {
+	case RejectThrottled:
+		w.Header().Set("Retry-After", retryAfter(d.retryAfter))
+		return &Error{Status: http.StatusTooManyRequests, Message: msgThrottled}
+	case RejectPoolFull:
+		w.Header().Set("Retry-After", retryAfter(d.retryAfter))
+		return &Error{Status: http.StatusTooManyRequests, Message: msgBusy}
+	}
+	w.Header().Set("WWW-Authenticate", `Basic realm="listings", charset="UTF-8"`)
+	return &Error{Status: http.StatusUnauthorized, Message: msgUnauthorized}
+}
+
+// overLimit takes a token from t's rate limit; when there is none it sets
+// Retry-After, records the denial and reports true. The limit applies
+// before the cache, so it bounds the CPU a tenant takes as well as its
+// backend calls (docs/security.md).
+func (s *Server) overLimit(w http.ResponseWriter, t *Tenant, d *denial) bool {
+	wait := allowTenant(t.limiter, s.now())
+	if wait == 0 {
+		return false
+	}
+	w.Header().Set("Retry-After", retryAfter(wait))
+	*d = denial{reason: RejectTenantLimit, retryAfter: wait}
+	return true
 }
 
 // Span attributes set by the proxy.
@@ -333,6 +380,7 @@ const (
 	attrBackend     = attribute.Key("listingproxy.backend")
 	attrResource    = attribute.Key("listingproxy.resource")
 	attrAuthResult  = attribute.Key("listingproxy.auth.result")
+	attrAuthReason  = attribute.Key("listingproxy.auth.reason")
 	attrCacheResult = attribute.Key("listingproxy.cache.outcome")
 	attrMemo        = attribute.Key("listingproxy.criteria.memoised")
 	attrValid       = attribute.Key("listingproxy.criteria.valid")

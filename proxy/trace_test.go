@@ -267,7 +267,7 @@ func TestObserve(t *testing.T) {
 	want := []proxy.RequestInfo{
 		{Tenant: "harbour", Backend: "fake", User: "harbour", Cache: "miss"},
 		{Tenant: "harbour", Backend: "fake", User: "harbour", Cache: "hit"},
-		{AuthFailed: true},
+		{AuthFailed: true, Rejection: proxy.RejectMissing},
 		{Tenant: "harbour", Backend: "fake", User: "harbour"},
 	}
 	if len(got) != 5 || !errors.Is(got[4].Err, down) {
