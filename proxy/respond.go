@@ -128,7 +128,7 @@ func (s *Server) writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Ent
 		h["Content-Encoding"] = hdrGzip
 	}
 	h["Etag"] = etag
-	if inm := r.Header["If-None-Match"]; len(inm) > 0 && etagMatches(inm, etag[0]) {
+	if inm := r.Header["If-None-Match"]; len(inm) > 0 && etagMatches(inm, etag[0], cachedFor(e, o)) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
@@ -170,12 +170,22 @@ func qualityZero(params string) bool {
 	return false
 }
 
-// etagMatches implements If-None-Match's weak comparison.
-func etagMatches(values []string, etag string) bool {
+// cachedFor reports whether e was a representation the cache already held
+// for this caller (its key includes the tenant and permissions) and not an
+// error body: only then does If-None-Match: * match. A body this request
+// filled (Miss) or fetched without the cache (Bypass) was not held, and a
+// not-found answer is no representation of the resource.
+func cachedFor(e *cache.Entry, o cache.Outcome) bool {
+	return !e.Negative && o != cache.Miss && o != cache.Bypass
+}
+
+// etagMatches implements If-None-Match's weak comparison; "*" matches only
+// when star is set.
+func etagMatches(values []string, etag string, star bool) bool {
 	for _, v := range values {
 		for part := range strings.SplitSeq(v, ",") {
 			t := strings.TrimSpace(part)
-			if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+			if (t == "*" && star) || strings.TrimPrefix(t, "W/") == etag {
 				return true
 			}
 		}

@@ -12,6 +12,23 @@ import (
 // routes registers every route of the listing API. GET patterns also answer
 // HEAD. The same paths without a method answer 405 for other methods, and
 // every other path answers 404, both with the spec's single-error body.
+//
+// The order of decisions, every answer in the format of the path's
+// extension (XML when it is not .json):
+//
+//  1. the request line (ServeHTTP, badRequestLine): CONNECT is 405; a
+//     target that is not a path ("*") or a path with empty, "." or ".."
+//     segments is 400. net/http rejects what it cannot parse before that.
+//  2. the route (the mux): an unknown path is 404, a known path with a
+//     method other than GET or HEAD is 405 with Allow: GET, HEAD.
+//  3. authentication (api): 401 with WWW-Authenticate.
+//  4. the country, then the endpoint (criteria, permissions, cache,
+//     backend).
+//
+// Steps 1 and 2 come before authentication on purpose: they depend on the
+// request line alone, the same for every caller, and reveal nothing about a
+// tenant; answering them first spares a bcrypt verification for requests
+// that can never be served.
 func (s *Server) routes() {
 	listProperties := listEndpoint(s, normalize.Properties, resProperties, normalize.ParseProperties,
 		upstream.Backend.ListProperties, render.AppendPropertyList)
@@ -81,4 +98,58 @@ func (s *Server) methodNotAllowed() http.Handler {
 		w.Header().Set("Allow", "GET, HEAD")
 		s.writeError(w, r, f, &Error{Status: http.StatusMethodNotAllowed, Message: msgMethod})
 	})
+}
+
+// Messages for request lines that name no resource.
+const (
+	msgBadPath   = `Bad request: the path must not contain empty, "." or ".." segments`
+	msgBadTarget = "Bad request: the request target must be a path, such as /au/properties.xml"
+)
+
+// cleanPath reports whether p is a path ServeMux would route as it is: it
+// starts with "/" and has no empty, "." or ".." segment (a trailing "/" is
+// allowed: no route has one, so it is a 404). ServeMux would redirect any
+// other path to its cleaned form, with an HTML body, before we could
+// authenticate; we answer 400 instead.
+func cleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	for i := 0; i < len(p); {
+		j := i + 1
+		for j < len(p) && p[j] != '/' {
+			j++
+		}
+		switch seg := p[i+1 : j]; seg {
+		case "":
+			if j < len(p) {
+				return false
+			}
+		case ".", "..":
+			return false
+		}
+		i = j
+	}
+	return true
+}
+
+// badRequestLine answers a request that the routes must not see: CONNECT
+// (405: we are not a tunnel), a target with no path (an absolute URI such
+// as "http://host": 404, as for "/"), a target that is not a path ("*",
+// whatever the method: 400) and an uncleaned path (400).
+func (s *Server) badRequestLine(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	switch {
+	case r.Method == http.MethodConnect:
+		s.methodNotAllowed().ServeHTTP(w, r)
+	case p == "" && r.URL.IsAbs():
+		s.notFound().ServeHTTP(w, r)
+	default:
+		msg := msgBadPath
+		if p == "" || p[0] != '/' {
+			msg = msgBadTarget
+		}
+		f, _ := requestFormat(p)
+		s.writeError(w, r, f, &Error{Status: http.StatusBadRequest, Message: msg})
+	}
 }

@@ -257,8 +257,17 @@ func mustZone(name string) *time.Location {
 	return loc
 }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. Request lines that ServeMux would
+// answer itself (a redirect to the cleaned path, an empty 400 for "*") are
+// answered first, with the spec's error body (see badRequestLine); every
+// other request goes to the routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodConnect || !cleanPath(r.URL.Path) {
+		s.badRequestLine(w, r)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
 
 // request is what every API handler receives: the authenticated caller, the
 // parsed path, the settings snapshot, and the context that carries the
