@@ -2,8 +2,13 @@ package sqlstore
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	gocmp "github.com/google/go-cmp/cmp"
 
 	"listingproxy/normalize"
 	"listingproxy/upstream"
@@ -27,6 +32,118 @@ func TestExplainSQLite(t *testing.T) {
 		t.Error("Explain for an unknown tenant succeeded")
 	}
 }
+
+// TestAgentFilterPlansSQLite checks the plans of the agent_id filter on
+// SQLite: the agents' properties are looked up by key, ids of another tenant
+// or of no agent stop after the agents' lookup, and only the dense case
+// (agents of many properties) walks the scope with a per-row check. The
+// EXISTS-per-row form the store used before, which walked every property of
+// the scope for an agent of few properties, is caught by PlanProblems.
+func TestAgentFilterPlansSQLite(t *testing.T) {
+	st, ds := seededSQLite(t)
+	ctx := context.Background()
+	sc := upstream.Scope{Tenant: "harbour", Country: "au"}
+	var own, foreign []string
+	for _, a := range ds.Agents {
+		id := "agent_id[]=" + itoa(a.ID)
+		if a.TenantID == 1 && a.Country == "au" {
+			own = append(own, id)
+		} else if a.TenantID == 2 {
+			foreign = append(foreign, id)
+		}
+	}
+	for _, tc := range []struct {
+		name, query string
+		statements  []string // in order
+	}{
+		{"one agent", own[0], []string{"scope_agents", "agent_properties", "list_properties"}},
+		{"one agent by price, deep", own[0] + "&order=price&offset=200", []string{"scope_agents", "agent_properties", "list_properties"}},
+		{"one agent geo", own[0] + "&geo[lat]=-33.89&geo[long]=151.27&geo[rad]=50", []string{"scope_agents", "agent_properties", "geo_candidates"}},
+		{"another tenant's agents", strings.Join(foreign, "&"), []string{"scope_agents"}},
+		{"unknown agents", "agent_id[]=999998&agent_id[]=999999", []string{"scope_agents"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := mustExplain(t, st, sc, parseProps(t, tc.query))
+			if diff := gocmp.Diff(tc.statements, statements(plan)); diff != "" {
+				t.Errorf("statements (-want +got):\n%s\n%s", diff, plan)
+			}
+			if p := st.PlanProblems(plan); len(p) > 0 {
+				t.Errorf("PlanProblems = %q for\n%s", p, plan)
+			}
+		})
+	}
+
+	t.Run("dense", func(t *testing.T) {
+		defer func(n int) { st.maxLinked = n }(st.maxLinked)
+		st.maxLinked = 2
+		plan := mustExplain(t, st, sc, parseProps(t, strings.Join(own, "&")))
+		if !strings.Contains(plan, denseAgentsNote) {
+			t.Errorf("plan has no %q line:\n%s", denseAgentsNote, plan)
+		}
+		p := st.PlanProblems(plan)
+		if len(p) != 1 || !strings.HasPrefix(p[0], "correlated subquery") {
+			t.Errorf("PlanProblems = %q, want the per-row check of the walk alone, for\n%s", p, plan)
+		}
+	})
+
+	t.Run("EXISTS per row is caught", func(t *testing.T) {
+		q := newQuery(st.d)
+		q.add("SELECT ", propertyColumns, " FROM properties p WHERE p.tenant_id = ", q.arg(1), " AND p.country = ", q.arg("au"),
+			" AND EXISTS (SELECT 1 FROM property_agents pa WHERE pa.property_id = p.id AND ", in(q, "pa.agent_id", []int64{ds.Agents[0].ID}), ")",
+			" ORDER BY p.id LIMIT 20 OFFSET 0")
+		plan, err := st.explainQuery(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := st.PlanProblems(plan); len(p) == 0 {
+			t.Errorf("PlanProblems found nothing in\n%s", plan)
+		}
+	})
+}
+
+// TestPlanProblems runs PlanProblems on plans recorded at a million
+// properties (testdata/plans): the agent_id statements the store used
+// before (*-old-*.txt) are caught on every engine, those it uses now
+// (*-new-*.txt) are not.
+func TestPlanProblems(t *testing.T) {
+	files, err := filepath.Glob("testdata/plans/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no recorded plans: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			system, kind, _ := strings.Cut(strings.TrimSuffix(filepath.Base(f), ".txt"), "-")
+			p := planProblems(system, string(b))
+			switch {
+			case strings.HasPrefix(kind, "old") && len(p) == 0:
+				t.Errorf("no problem found in\n%s", b)
+			case strings.HasPrefix(kind, "new") && len(p) > 0:
+				t.Errorf("problems %q in\n%s", p, b)
+			}
+		})
+	}
+}
+
+// statements returns the statement names of an Explain, in order, the main
+// statement named list_properties when it is the only one.
+func statements(plan string) []string {
+	var out []string
+	for l := range strings.Lines(plan) {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(l), "statement "); ok {
+			out = append(out, strings.TrimSuffix(name, ":"))
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"list_properties"}
+	}
+	return out
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func mustExplain(t *testing.T, st *Store, sc upstream.Scope, c normalize.Criteria) string {
 	t.Helper()

@@ -120,9 +120,10 @@ func (o *oracle) matchProperty(p demo.Property, f normalize.PropertyFilter) bool
 		f.Geo != nil && DistanceKm(f.Geo.Lat, f.Geo.Long, p.Latitude, p.Longitude) > f.Geo.RadiusKm:
 		return false
 	}
-	if len(f.AgentIDs) > 0 {
+	if len(f.AgentIDs) > 0 { // agents of the property's own scope only
 		for _, pa := range o.agentsOf[p.ID] {
-			if slices.Contains(f.AgentIDs, pa.AgentID) {
+			a := o.agentByID[pa.AgentID]
+			if slices.Contains(f.AgentIDs, pa.AgentID) && a.TenantID == p.TenantID && a.Country == p.Country {
 				return true
 			}
 		}
@@ -357,6 +358,10 @@ func oracleCases(ds *demo.Dataset) []oracleCase {
 		{name: "rule 1 beats rule 2", query: "id=" + id(p0) + "&agency_id=" + p1.AgencyID, nonEmpty: true},
 		{name: "agent id", query: "agent_id=" + aid(a0), nonEmpty: true},
 		{name: "agent ids", query: "agent_id[]=" + aid(a0) + "&agent_id[]=" + aid(a1) + "&detail=full", nonEmpty: true},
+		{name: "agent ids of every scope and none", query: agentIDs(ds.Agents) + "&agent_id[]=999999&agent_id[]=" + aid(hbAUAgents[2]) + "&order=price&limit=30&offset=7", nonEmpty: true},
+		{name: "agent ids deep page", query: agentIDs(hbAUAgents) + "&order=suburb&limit=15&offset=210", nonEmpty: true},
+		{name: "agent ids geo", query: agentIDs(hbAUAgents[:9]) + "&" + geoQuery(-33.8688, 151.2093, 300), nonEmpty: true},
+		{name: "agent unknown", query: "agent_id=999999"},
 		{name: "street number", query: "street_number=" + esc(p1.StreetNumber), nonEmpty: true},
 		{name: "street name case", query: "street_name=" + esc(strings.ToUpper(p1.StreetName)), nonEmpty: true},
 		{name: "street number and name", query: "street_number=" + esc(p1.StreetNumber) + "&street_name=" + esc(p1.StreetName), nonEmpty: true},
@@ -452,6 +457,18 @@ func oracleCases(ds *demo.Dataset) []oracleCase {
 	return cs
 }
 
+// agentIDs is the agent_id[] query of the agents.
+func agentIDs(as []demo.Agent) string {
+	var b strings.Builder
+	for i, a := range as {
+		if i > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString("agent_id[]=" + strconv.FormatInt(a.ID, 10))
+	}
+	return b.String()
+}
+
 func geoQuery(lat, long, rad float64) string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	return "geo[lat]=" + f(lat) + "&geo[long]=" + f(long) + "&geo[rad]=" + f(rad)
@@ -481,53 +498,19 @@ func testBackendAgainstOracle(t *testing.T, st *Store, ds *demo.Dataset, now tim
 	ctx := context.Background()
 	opts := []gocmp.Option{cmpopts.EquateEmpty()}
 	for _, tc := range oracleCases(ds) {
-		t.Run(tc.name, func(t *testing.T) {
-			q, err := url.ParseQuery(tc.query)
-			if err != nil {
-				t.Fatalf("query %q: %v", tc.query, err)
-			}
-			s := upstream.Scope{Tenant: tc.tenant, Country: tc.country}
-			if tc.agents {
-				c, errs := normalize.ParseAgents(q, normalize.Options{})
-				if errs != nil {
-					t.Fatalf("ParseAgents(%q): %v", tc.query, errs)
-				}
-				want := o.agents(s, c)
-				if tc.nonEmpty && len(want) == 0 {
-					t.Fatalf("oracle found nothing for %q; the case proves little", tc.query)
-				}
-				got, err := st.ListAgents(ctx, s, c)
-				if err != nil {
-					t.Fatalf("ListAgents(%q): %v", tc.query, err)
-				}
-				if diff := gocmp.Diff(ids(want), ids(got)); diff != "" {
-					t.Fatalf("ListAgents(%q) ids (-want +got):\n%s", tc.query, diff)
-				}
-				if diff := gocmp.Diff(want, got, opts...); diff != "" {
-					t.Errorf("ListAgents(%q) records (-want +got):\n%s", tc.query, diff)
-				}
-				return
-			}
-			c, errs := normalize.ParseProperties(q, normalize.Options{})
-			if errs != nil {
-				t.Fatalf("ParseProperties(%q): %v", tc.query, errs)
-			}
-			want := o.properties(s, c)
-			if tc.nonEmpty && len(want) == 0 {
-				t.Fatalf("oracle found nothing for %q; the case proves little", tc.query)
-			}
-			got, err := st.ListProperties(ctx, s, c)
-			if err != nil {
-				t.Fatalf("ListProperties(%q): %v", tc.query, err)
-			}
-			if diff := gocmp.Diff(ids(want), ids(got)); diff != "" {
-				t.Fatalf("ListProperties(%q) ids (-want +got):\n%s", tc.query, diff)
-			}
-			if diff := gocmp.Diff(want, got, opts...); diff != "" {
-				t.Errorf("ListProperties(%q) records (-want +got):\n%s", tc.query, diff)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkOracleCase(t, st, o, tc) })
 	}
+	// The agent_id filters again with the properties of their agents walked
+	// rather than looked up (resolveAgents), as at a million properties.
+	t.Run("dense agent filter", func(t *testing.T) {
+		defer func(n int) { st.maxLinked = n }(st.maxLinked)
+		st.maxLinked = 2
+		for _, tc := range oracleCases(ds) {
+			if strings.Contains(tc.query, "agent_id") {
+				t.Run(tc.name, func(t *testing.T) { checkOracleCase(t, st, o, tc) })
+			}
+		}
+	})
 
 	// Single records: every agent and every 7th property, asked for in every
 	// scope; outside its own scope a record is not found.
@@ -582,6 +565,57 @@ func testBackendAgainstOracle(t *testing.T, st *Store, ds *demo.Dataset, now tim
 			}
 		}
 	})
+}
+
+// checkOracleCase compares st's answer to one case with the oracle's.
+func checkOracleCase(t *testing.T, st *Store, o *oracle, tc oracleCase) {
+	t.Helper()
+	ctx := context.Background()
+	opts := []gocmp.Option{cmpopts.EquateEmpty()}
+	q, err := url.ParseQuery(tc.query)
+	if err != nil {
+		t.Fatalf("query %q: %v", tc.query, err)
+	}
+	s := upstream.Scope{Tenant: tc.tenant, Country: tc.country}
+	if tc.agents {
+		c, errs := normalize.ParseAgents(q, normalize.Options{})
+		if errs != nil {
+			t.Fatalf("ParseAgents(%q): %v", tc.query, errs)
+		}
+		want := o.agents(s, c)
+		if tc.nonEmpty && len(want) == 0 {
+			t.Fatalf("oracle found nothing for %q; the case proves little", tc.query)
+		}
+		got, err := st.ListAgents(ctx, s, c)
+		if err != nil {
+			t.Fatalf("ListAgents(%q): %v", tc.query, err)
+		}
+		if diff := gocmp.Diff(ids(want), ids(got)); diff != "" {
+			t.Fatalf("ListAgents(%q) ids (-want +got):\n%s", tc.query, diff)
+		}
+		if diff := gocmp.Diff(want, got, opts...); diff != "" {
+			t.Errorf("ListAgents(%q) records (-want +got):\n%s", tc.query, diff)
+		}
+		return
+	}
+	c, errs := normalize.ParseProperties(q, normalize.Options{})
+	if errs != nil {
+		t.Fatalf("ParseProperties(%q): %v", tc.query, errs)
+	}
+	want := o.properties(s, c)
+	if tc.nonEmpty && len(want) == 0 {
+		t.Fatalf("oracle found nothing for %q; the case proves little", tc.query)
+	}
+	got, err := st.ListProperties(ctx, s, c)
+	if err != nil {
+		t.Fatalf("ListProperties(%q): %v", tc.query, err)
+	}
+	if diff := gocmp.Diff(ids(want), ids(got)); diff != "" {
+		t.Fatalf("ListProperties(%q) ids (-want +got):\n%s", tc.query, diff)
+	}
+	if diff := gocmp.Diff(want, got, opts...); diff != "" {
+		t.Errorf("ListProperties(%q) records (-want +got):\n%s", tc.query, diff)
+	}
 }
 
 func ids[T upstream.Property | upstream.Agent](rs []T) []int64 {

@@ -115,6 +115,7 @@ type Store struct {
 	queryTimeout time.Duration
 	tracer       trace.Tracer
 	system       attribute.KeyValue // db.system.name
+	maxLinked    int                // see resolveAgents; tests lower it
 
 	mu      sync.RWMutex
 	tenants map[string]int64 // tenants.name -> id; only names that exist
@@ -186,7 +187,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		maxIdle: maxIdle, queryTimeout: cfg.QueryTimeout,
 		tracer:  tp.Tracer("listingproxy/upstream/sqlstore"),
 		system:  attribute.String("db.system.name", d.systemName()),
-		tenants: map[string]int64{},
+		tenants: map[string]int64{}, maxLinked: defaultMaxLinked,
 	}
 	if err := s.Ping(ctx); err != nil {
 		db.Close()

@@ -2,8 +2,9 @@
 // the store directly, through upstream.Backend with criteria from normalize
 // (no HTTP, no cache, no coalescing), runs a fixed mix of list queries on
 // each backend, and prints p50/p99 latency per query and engine plus the
-// plan of each query's main statement, flagging any full scan of the
-// properties table.
+// plan of each query's statements (Store.Explain), flagging what
+// Store.PlanProblems finds: a full scan, or a subquery or lookup run once
+// per row of a large walk.
 //
 //	sqlbench -config bench.yaml -backends pg,mysql [-n 200] [-scopes harbour/au,summit/nz] [-properties 1000000 -agents 20000]
 //
@@ -21,7 +22,6 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -51,20 +51,45 @@ var scopes = map[string]scope{
 }
 
 // mix is the fixed query mix for a scope: every list query a client makes
-// often, each for a 20-result page (limit=20 is added).
+// often, each for a 20-result page (limit=20 is added), and the agent_id
+// filters a hostile client can send: 500 ids (the most normalize accepts)
+// of the scope, of the other tenant, and of no agent.
 func mix(sc scope, perBlockProps, perBlockAgents int) []struct{ name, resource, query string } {
 	i := perBlockProps / 2 // a property and an agent from the middle of the block
+	agent := sc.block*perBlockAgents + perBlockAgents/2
+	other := (sc.block + 2) % 4 // the other tenant, same country
+	ids := func(first, step int) string {
+		var b strings.Builder
+		for k := range 500 {
+			if k > 0 {
+				b.WriteByte('&')
+			}
+			fmt.Fprintf(&b, "agent_id[]=%d", first+k*step)
+		}
+		return b.String()
+	}
+	step := max(1, perBlockAgents/500)
 	return []struct{ name, resource, query string }{
 		{"id", "properties", fmt.Sprintf("id=%d", sc.block*perBlockProps+i)},
 		{"agency_id", "properties", fmt.Sprintf("agency_id=%s-%05d", sc.prefix, i)},
 		{"status+category", "properties", "status=current&category=commercial"},
 		{"price range", "properties", "price_from=500000&price_to=600000"},
 		{"bedrooms", "properties", "bedrooms=4"},
+		{"street name", "properties", "street_name=church%20street"},
 		{"geo 5 km", "properties", fmt.Sprintf("geo[lat]=%g&geo[long]=%g&geo[rad]=5", sc.lat, sc.long)},
-		{"agent_id", "properties", fmt.Sprintf("agent_id=%d", sc.block*perBlockAgents+perBlockAgents/2)},
+		{"geo 5 km by price", "properties", fmt.Sprintf("geo[lat]=%g&geo[long]=%g&geo[rad]=5&order=price", sc.lat, sc.long)},
+		{"agent_id", "properties", fmt.Sprintf("agent_id=%d", agent)},
+		{"agent_id+status", "properties", fmt.Sprintf("agent_id=%d&status=sold", agent)},
+		{"agent_id x500", "properties", ids(sc.block*perBlockAgents+1, step)},
+		{"agent_id x500 by price", "properties", ids(sc.block*perBlockAgents+1, step) + "&order=price"},
+		{"agent_id x500 offset 1000", "properties", ids(sc.block*perBlockAgents+1, step) + "&offset=1000"},
+		{"agent_id x500 other tenant", "properties", ids(other*perBlockAgents+1, step)},
+		{"agent_id x500 unknown", "properties", ids(4*perBlockAgents+1, 1)},
 		{"approved range", "properties", "approved_from=20240101&approved_to=20240331"},
 		{"order+offset", "properties", "order=price&offset=10000"},
+		{"order+offset deep", "properties", "order=suburb&offset=100000"},
 		{"agent name", "agents", "name=smith"},
+		{"agent name rare", "agents", "name=zzz"},
 	}
 }
 
@@ -79,7 +104,8 @@ type result struct {
 	p50, p99 time.Duration
 	rows     int      // the smallest page over the scopes
 	plans    []string // one per scope
-	scans    bool     // a plan may read the whole properties table
+	problems []string // sqlstore.PlanProblems over the scopes' plans
+	dense    bool     // a plan is of the dense agent filter (a bounded per-row walk)
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -149,8 +175,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 					st.Close()
 					return fmt.Errorf("backend %s: %s: %w", name, m.name, err)
 				}
-				r.plans = append(r.plans, fmt.Sprintf("%s/%s, %s:\n%s", sc.tenant, sc.country, m.query, plan))
-				r.scans = r.scans || fullScan(b.Kind, plan)
+				r.plans = append(r.plans, fmt.Sprintf("%s/%s, %s:\n%s", sc.tenant, sc.country, shortQuery(m.query), plan))
+				for _, p := range st.PlanProblems(plan) {
+					if !slices.Contains(r.problems, p) {
+						r.problems = append(r.problems, p)
+					}
+				}
+				r.dense = r.dense || strings.Contains(plan, "dense agent filter")
 			}
 			slices.Sort(lat)
 			r.p50, r.p99 = lat[(len(lat)-1)*50/100], lat[(len(lat)-1)*99/100]
@@ -175,12 +206,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fmt.Fprintln(out, header)
 	fmt.Fprintln(out, rule)
 	for i, m := range queries {
-		line := fmt.Sprintf("| %s | `%s` |", m.name, m.query)
+		line := fmt.Sprintf("| %s | `%s` |", m.name, shortQuery(m.query))
 		for _, name := range backends {
 			r := results[name][i]
 			flag := ""
-			if r.scans {
-				flag = " (full scan!)"
+			switch {
+			case len(r.problems) > 0 && r.dense:
+				flag = " (per-row walk, dense agents)"
+			case len(r.problems) > 0:
+				flag = " (WALK!)"
 			}
 			line += fmt.Sprintf(" %s | %s%s |", ms(r.p50), ms(r.p99), flag)
 		}
@@ -190,9 +224,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "\n## Plans on %s (%s)\n", name, kinds[name])
 		for i, m := range queries {
 			r := results[name][i]
-			verdict := "no full scan of properties"
-			if r.scans {
-				verdict = "FULL SCAN OF PROPERTIES"
+			verdict := "no large walk"
+			if len(r.problems) > 0 {
+				verdict = strings.Join(r.problems, "; ")
+			}
+			if r.dense {
+				verdict += "; dense agent filter: the walk stops once the page is full"
 			}
 			fmt.Fprintf(out, "\n### %s (%s)\n", m.name, verdict)
 			for _, plan := range r.plans {
@@ -254,53 +291,19 @@ func measure(ctx context.Context, b upstream.Backend, sc upstream.Scope, c norma
 	return lat, rows, nil
 }
 
-var (
-	pgSeqScan   = regexp.MustCompile(`Seq Scan on properties\b`)
-	pgPKeyScan  = regexp.MustCompile(`Scan using properties_pkey on properties\b`)
-	mysqlFullP  = regexp.MustCompile(`table: (p|properties), .*type: ALL\b`)
-	mysqlPKWalk = regexp.MustCompile(`table: (p|properties), .*type: index, .*key: PRIMARY,`)
-	sqliteScan  = regexp.MustCompile(`^SCAN (p|properties)\s*$`)
-)
-
-// fullScan reports a plan that may read the whole properties table: a
-// sequential scan, or a walk of its whole primary key (an index scan with no
-// index condition, which a LIMIT only stops early if matches come early).
-func fullScan(kind, plan string) bool {
-	lines := strings.Split(plan, "\n")
-	for i, l := range lines {
-		switch kind {
-		case config.KindPostgres:
-			if pgSeqScan.MatchString(l) {
-				return true
-			}
-			if pgPKeyScan.MatchString(l) && !nodeHasIndexCond(lines[i+1:]) {
-				return true
-			}
-		case config.KindMySQL:
-			if mysqlFullP.MatchString(l) || mysqlPKWalk.MatchString(l) {
-				return true
-			}
-		default:
-			if sqliteScan.MatchString(l) {
-				return true
-			}
-		}
+// shortQuery abbreviates a query of many agent ids for display: the first
+// two and the count.
+func shortQuery(q string) string {
+	n := strings.Count(q, "agent_id[]=")
+	if n <= 2 {
+		return q
 	}
-	return false
-}
-
-// nodeHasIndexCond reports whether the detail lines of a PostgreSQL plan
-// node (up to the next node) hold an Index Cond.
-func nodeHasIndexCond(lines []string) bool {
-	for _, l := range lines {
-		if strings.Contains(l, "->") {
-			return false
-		}
-		if strings.Contains(l, "Index Cond:") {
-			return true
-		}
+	parts := strings.Split(q, "&")
+	var rest []string
+	for _, p := range parts[n:] {
+		rest = append(rest, "&"+p)
 	}
-	return false
+	return fmt.Sprintf("%s&%s&... (%d agent ids)%s", parts[0], parts[1], n, strings.Join(rest, ""))
 }
 
 func ms(d time.Duration) string {
