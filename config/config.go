@@ -70,6 +70,7 @@ type Backend struct {
 	HydrateConcurrency int      `yaml:"hydrate_concurrency"` // default 8
 	DocTTL             Duration `yaml:"doc_ttl"`             // reuse of per-property documents; default 60s
 	MaxBodyBytes       ByteSize `yaml:"max_body_bytes"`      // default 16MiB
+	MaxElements        int      `yaml:"max_elements"`        // XML elements of one answer; default 100000
 }
 
 // Tenant is a client/agency whose users see only its own data.

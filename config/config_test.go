@@ -136,7 +136,7 @@ func TestProblemsAreListedAndLocated(t *testing.T) {
 countries: [au, xx]
 backends:
   main: {kind: postgres, dsn: "${PG_DSN}"}
-  crm: {kind: crm, url: "ftp://x", hydrate: sometimes}
+  crm: {kind: crm, url: "ftp://x", hydrate: sometimes, max_elements: -1}
   odd: {kind: oracle}
 tenants:
   a: {backend: missing}
@@ -162,6 +162,7 @@ log: {level: loud}
 		`c.yaml:4: backends.main.dsn: required for a postgres backend`,
 		`c.yaml:5: backends.crm.url: invalid url "ftp://x" (want http(s)://host[:port][/path])`,
 		`c.yaml:5: backends.crm.hydrate: invalid value "sometimes" (want auto, always or never)`,
+		`c.yaml:5: backends.crm.max_elements: must be at least 1`,
 		`c.yaml:6: backends.odd.kind: unknown kind "oracle" (want sqlite, postgres, mysql or crm)`,
 		`c.yaml:8: tenants.a.backend: unknown backend "missing"`,
 		`c.yaml:9: tenants.b.upstream_username: a tenant on a crm backend needs upstream_username and upstream_password`,

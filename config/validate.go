@@ -72,6 +72,9 @@ func (c *Config) ApplyDefaults() {
 			if b.MaxBodyBytes == 0 {
 				b.MaxBodyBytes = 16 << 20
 			}
+			if b.MaxElements == 0 {
+				b.MaxElements = 100_000
+			}
 		}
 		c.Backends[name] = b
 	}
@@ -209,6 +212,9 @@ func (c *Config) validate() []problem {
 			}
 			if b.MaxConcurrency < 1 {
 				add(p+".max_concurrency", "must be at least 1")
+			}
+			if b.MaxElements < 1 {
+				add(p+".max_elements", "must be at least 1")
 			}
 		case "":
 			add(p+".kind", "required (sqlite, postgres, mysql or crm)")

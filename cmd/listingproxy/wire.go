@@ -264,7 +264,7 @@ func openBackend(ctx context.Context, name string, cfg *config.Config, log *slog
 		hc, closeIdle := crmHTTPClient(b, tp)
 		c, err := crm.New(crm.Options{
 			BaseURL: b.URL, Credentials: creds, Timeout: b.Timeout.D(), MaxConcurrency: b.MaxConcurrency,
-			MaxBodyBytes: int64(b.MaxBodyBytes), Hydrate: mode, HydrateConcurrency: b.HydrateConcurrency,
+			MaxBodyBytes: int64(b.MaxBodyBytes), MaxElements: b.MaxElements, Hydrate: mode, HydrateConcurrency: b.HydrateConcurrency,
 			DocTTL: b.DocTTL.D(), Now: now, HTTPClient: hc,
 		})
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -97,6 +98,12 @@ type Options struct {
 	// MaxBodyBytes caps the size of one (decompressed) response body.
 	// Default DefaultMaxBodyBytes (16 MiB).
 	MaxBodyBytes int64
+	// MaxElements caps the XML elements of one answer, kept or skipped; an
+	// answer with more is a failure. Default DefaultMaxElements (100,000).
+	MaxElements int
+	// MaxDepth caps the nesting of one answer's elements. Default
+	// DefaultMaxDepth (64).
+	MaxDepth int
 	// Hydrate chooses how full-detail property lists are fetched. Default
 	// HydrateAuto.
 	Hydrate HydrateMode
@@ -124,6 +131,7 @@ type Client struct {
 	timeout     time.Duration
 	sem         chan struct{}
 	maxBody     int64
+	limits      limits
 	hydrate     HydrateMode
 	hydrateConc int
 	docTTL      time.Duration
@@ -179,6 +187,12 @@ func New(o Options) (*Client, error) {
 	if o.MaxBodyBytes < 0 {
 		bad("MaxBodyBytes %d: must not be negative", o.MaxBodyBytes)
 	}
+	if o.MaxElements < 0 {
+		bad("MaxElements %d: must not be negative", o.MaxElements)
+	}
+	if o.MaxDepth < 0 {
+		bad("MaxDepth %d: must not be negative", o.MaxDepth)
+	}
 	if o.HydrateConcurrency < 0 {
 		bad("HydrateConcurrency %d: must not be negative", o.HydrateConcurrency)
 	}
@@ -218,6 +232,11 @@ func New(o Options) (*Client, error) {
 		zones:       zones,
 		docs:        newLRU[docKey, upstream.Property](maxCachedDocs),
 		memos:       newLRU[memoKey, []int64](maxCachedMemos),
+	}
+	c.limits = limits{
+		maxBytes:    c.maxBody,
+		maxElements: orDefault(o.MaxElements, DefaultMaxElements),
+		maxDepth:    orDefault(o.MaxDepth, DefaultMaxDepth),
 	}
 	c.base.Path = strings.TrimRight(c.base.Path, "/")
 	c.base.RawPath = ""
@@ -341,28 +360,29 @@ func (c *Client) ListAgents(ctx context.Context, s upstream.Scope, cr normalize.
 }
 
 func (c *Client) listAgents(ctx context.Context, s upstream.Scope, q url.Values, detail normalize.Detail) ([]upstream.Agent, error) {
-	q = withDetail(q, detail)
-	root, err := c.get(ctx, s, q, "agents.xml")
-	if err == nil {
-		var agents []upstream.Agent
-		if agents, err = parseAgentList(root, detail == normalize.Full); err == nil {
-			return agents, nil
-		}
+	var agents []upstream.Agent
+	err := c.call(ctx, s, withDetail(q, detail), []string{"agents.xml"}, func(d *boundedDecoder) (err error) {
+		agents, err = parseAgentList(d, detail == normalize.Full, maxRecords(q))
+		return err
+	})
+	if err != nil {
+		return nil, c.wrap(ctx, "crm: list agents "+s.Country, err)
 	}
-	return nil, c.wrap(ctx, "crm: list agents "+s.Country, err)
+	return agents, nil
 }
 
 // GetAgent returns the agent with full detail, or an error matching
 // upstream.ErrNotFound (a *NotFoundError).
 func (c *Client) GetAgent(ctx context.Context, s upstream.Scope, id int64) (upstream.Agent, error) {
-	root, err := c.get(ctx, s, nil, "agents", strconv.FormatInt(id, 10)+".xml")
-	if err == nil {
-		var a upstream.Agent
-		if a, err = parseAgentDoc(root); err == nil {
-			return a, nil
-		}
+	var a upstream.Agent
+	err := c.call(ctx, s, nil, []string{"agents", strconv.FormatInt(id, 10) + ".xml"}, func(d *boundedDecoder) (err error) {
+		a, err = parseAgentDoc(d)
+		return err
+	})
+	if err != nil {
+		return upstream.Agent{}, c.wrap(ctx, fmt.Sprintf("crm: get agent %s %d", s.Country, id), err)
 	}
-	return upstream.Agent{}, c.wrap(ctx, fmt.Sprintf("crm: get agent %s %d", s.Country, id), err)
+	return a, nil
 }
 
 // wrap prefixes err with op. When the caller's ctx is done, the result wraps
@@ -390,19 +410,30 @@ func withDetail(q url.Values, detail normalize.Detail) url.Values {
 }
 
 func (c *Client) fetchPropertyList(ctx context.Context, s upstream.Scope, q url.Values, detail normalize.Detail) ([]upstream.Property, error) {
-	root, err := c.get(ctx, s, withDetail(q, detail), "properties.xml")
-	if err != nil {
-		return nil, err
-	}
-	return parsePropertyList(root, c.zone(s.Country), detail == normalize.Full)
+	var props []upstream.Property
+	err := c.call(ctx, s, withDetail(q, detail), []string{"properties.xml"}, func(d *boundedDecoder) (err error) {
+		props, err = parsePropertyList(d, c.zone(s.Country), detail == normalize.Full, maxRecords(q))
+		return err
+	})
+	return props, err
 }
 
 func (c *Client) fetchPropertyDoc(ctx context.Context, s upstream.Scope, id int64) (upstream.Property, error) {
-	root, err := c.get(ctx, s, nil, "properties", strconv.FormatInt(id, 10)+".xml")
-	if err != nil {
-		return upstream.Property{}, err
+	var p upstream.Property
+	err := c.call(ctx, s, nil, []string{"properties", strconv.FormatInt(id, 10) + ".xml"}, func(d *boundedDecoder) (err error) {
+		p, err = parsePropertyDoc(d, c.zone(s.Country))
+		return err
+	})
+	return p, err
+}
+
+// maxRecords is the most records a list answer to q may hold: its limit,
+// which the proxy always sends; without one, no more than the elements.
+func maxRecords(q url.Values) int {
+	if n, err := strconv.Atoi(q.Get("limit")); err == nil && n >= 0 {
+		return n
 	}
-	return parsePropertyDoc(root, c.zone(s.Country))
+	return math.MaxInt
 }
 
 func (c *Client) zone(country string) *time.Location {

@@ -17,6 +17,39 @@
 // Every call carries the caller's context plus Options.Timeout, and waits for
 // one of Options.MaxConcurrency slots shared by the whole Client.
 //
+// # Bounded answers
+//
+// An answer is decoded as it arrives, token by token (encoding/xml's
+// Decoder), while its call holds its slot and within its deadline: the
+// caller's context (for the proxy, cache.fill_timeout or the client's own
+// deadline) and Options.Timeout. No copy of the body and no tree of the
+// whole document is ever built: a list is read one record at a time into a
+// small tree of the elements the parsers read (unknown elements are skipped
+// as they come), which is dropped once the record is in the model. The
+// bounding lives in boundedDecoder (bounded.go), a token reader that knows
+// nothing of the model, so another parser can be put behind it:
+//
+//   - bytes: Content-Length over Options.MaxBodyBytes is refused before a
+//     byte is read; otherwise the body is read through a reader that stops
+//     one byte past the cap, so no buffer grows beyond it;
+//   - structure: more than Options.MaxElements elements (kept or skipped)
+//     or deeper than Options.MaxDepth fails the call;
+//   - records: a list may not hold more records than the limit it was
+//     asked for (the proxy always sends one), so tiny records, each ~25
+//     times its XML size in the model, cannot pile up;
+//   - time: the decoder looks at the call's context every 256 tokens, so a
+//     body already buffered stops within microseconds of the deadline.
+//
+// Memory for one answer is therefore the model it yields, plus the tree of
+// one record, plus the decoder's buffers (the longest single text, up to
+// about three times its size while it is copied). For text-heavy answers
+// that is about 1.3 times the body kept and 3 times allocated; the worst
+// case is many tiny known elements inside records (<photo/> is 8 bytes of
+// XML, about 80 bytes of model and 100 of transient tree), bounded by
+// MaxElements: about 20 MB at the default 100,000.
+// MaxConcurrency bounds the answers decoded at once. Figures are in
+// docs/performance.md.
+//
 // # Failure mapping
 //
 //	CRM answer                                      Client returns
@@ -30,6 +63,9 @@
 //	content type neither XML nor absent (HTML...)   failure: "unexpected content type"
 //	truncated or malformed XML, wrong root element  failure: "malformed XML" / "unexpected root element"
 //	body larger than Options.MaxBodyBytes           failure: "body exceeds the size limit of N bytes"
+//	more than MaxElements elements, deeper than     failure: "answer has too many elements" /
+//	MaxDepth                                        "answer nests too deep"
+//	a list with more records than its limit asked   failure: "answer has too many records"
 //	Options.Timeout elapsed (also mid-body)         failure: "upstream timed out after D"
 //	connection refused, reset, DNS...               failure: "upstream request: ..."
 //	tenant without credentials                      failure: "no upstream credentials for tenant"

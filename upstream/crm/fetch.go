@@ -2,7 +2,6 @@ package crm
 
 import (
 	"context"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/beevik/etree"
 	"golang.org/x/text/encoding/charmap"
 
 	"listingproxy/upstream"
@@ -49,43 +47,22 @@ func (e *NotFoundError) Unwrap() error { return upstream.ErrNotFound }
 // cheaper to abandon with its connection.
 const drainBytes = 8 << 10
 
-// get calls GET {base}/{country}/{path...}?{q} for the scope's tenant and
-// returns the root element of the XML body. Errors are unprefixed.
-func (c *Client) get(ctx context.Context, s upstream.Scope, q url.Values, path ...string) (*etree.Element, error) {
-	body, err := c.fetch(ctx, s, q, path)
-	if err != nil {
-		return nil, err
-	}
-	doc := etree.NewDocument()
-	doc.ReadSettings = etree.ReadSettings{
-		CharsetReader: charsetReader,
-		Entity:        xml.HTMLEntity, // legacy text sometimes carries &nbsp; and friends
-		MaxDepth:      64,
-	}
-	if err := doc.ReadFromBytes(body); err != nil {
-		return nil, fmt.Errorf("%w: %v", errMalformed, err)
-	}
-	root := doc.Root()
-	if root == nil {
-		return nil, fmt.Errorf("%w: no root element", errMalformed)
-	}
-	return root, nil
-}
-
-// fetch makes the HTTP call within Timeout and one concurrency slot and
-// returns the body of a 200 XML answer. The body is read whole before
-// parsing: an oversized body is refused at memory speed, and the slot is
-// free again while the XML is parsed.
-func (c *Client) fetch(ctx context.Context, s upstream.Scope, q url.Values, path []string) ([]byte, error) {
+// call makes GET {base}/{country}/{path...}?{q} for the scope's tenant
+// within Timeout and one concurrency slot, and hands the body of a 200 XML
+// answer to decode as a boundedDecoder. The body is decoded as it arrives,
+// while the slot is held and within the call's deadline, so MaxConcurrency
+// bounds the memory of parsing as well as of reading, and a slow or
+// oversized answer stops at its limit. Errors are unprefixed.
+func (c *Client) call(ctx context.Context, s upstream.Scope, q url.Values, path []string, decode func(*boundedDecoder) error) (err error) {
 	cred, ok := c.creds[s.Tenant]
 	if !ok {
-		return nil, fmt.Errorf("%w %q", errNoCredentials, s.Tenant)
+		return fmt.Errorf("%w %q", errNoCredentials, s.Tenant)
 	}
 	if !validCountry(s.Country) {
-		return nil, fmt.Errorf("%w %q", errBadCountry, s.Country)
+		return fmt.Errorf("%w %q", errBadCountry, s.Country)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	u := c.base.JoinPath(append([]string{s.Country}, path...)...)
 	if len(q) > 0 {
@@ -114,12 +91,12 @@ func (c *Client) fetch(ctx context.Context, s upstream.Scope, q url.Values, path
 	case c.sem <- struct{}{}:
 		defer func() { <-c.sem }()
 	case <-callCtx.Done():
-		return nil, failed("waiting for a slot: ", callCtx.Err())
+		return failed("waiting for a slot: ", callCtx.Err())
 	}
 
 	req, err := http.NewRequestWithContext(callCtx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errRequest, err)
+		return fmt.Errorf("%w: %v", errRequest, err)
 	}
 	req.SetBasicAuth(cred.Username, cred.Password)
 	req.Header.Set("Accept", "application/xml")
@@ -128,34 +105,39 @@ func (c *Client) fetch(ctx context.Context, s upstream.Scope, q url.Values, path
 	c.stats.calls.Add(1)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, failed("", err)
+		return failed("", err)
 	}
 	defer func() {
-		_, _ = io.CopyN(io.Discard, resp.Body, drainBytes)
+		// A body refused for its size or shape is abandoned with its
+		// connection: its remainder may be long or never come.
+		if !errors.Is(err, errTooLarge) && !errors.Is(err, errTooManyElements) && !errors.Is(err, errTooDeep) {
+			_, _ = io.CopyN(io.Discard, resp.Body, drainBytes)
+		}
 		resp.Body.Close()
 	}()
 
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return nil, fmt.Errorf("%w of tenant %q (user %q): HTTP %d; check the tenant's upstream username and password",
+		return fmt.Errorf("%w of tenant %q (user %q): HTTP %d; check the tenant's upstream username and password",
 			errCredentials, s.Tenant, cred.Username, resp.StatusCode)
 	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("%w %d", errStatus, resp.StatusCode)
+		return fmt.Errorf("%w %d", errStatus, resp.StatusCode)
 	}
 	if ct := resp.Header.Get("Content-Type"); ct != "" && !isXML(ct) {
-		return nil, fmt.Errorf("%w %q", errContentType, ct)
+		return fmt.Errorf("%w %q", errContentType, ct)
 	}
 	if resp.ContentLength > c.maxBody {
-		return nil, fmt.Errorf("%w of %d bytes (Content-Length %d)", errTooLarge, c.maxBody, resp.ContentLength)
+		// Refused before reading a byte.
+		return fmt.Errorf("%w of %d bytes (Content-Length %d)", errTooLarge, c.maxBody, resp.ContentLength)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody+1))
-	switch {
-	case err != nil:
-		return nil, failed("reading the body: ", err)
-	case int64(len(body)) > c.maxBody:
-		return nil, fmt.Errorf("%w of %d bytes", errTooLarge, c.maxBody)
+	d := newBoundedDecoder(callCtx, resp.Body, c.limits)
+	if err := decode(d); err != nil {
+		if d.body.err != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return failed("reading the body: ", err)
+		}
+		return err
 	}
-	return body, nil
+	return nil
 }
 
 // validCountry accepts the lower-case letters of a country segment, so a

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/beevik/etree"
-
 	"listingproxy/normalize"
 	"listingproxy/upstream"
 )
@@ -31,80 +29,75 @@ var lastUpdatedLayouts = []string{
 // parsePropertyList reads a <properties> list; full says whether the list was
 // asked for in full detail. The children are trusted over the count
 // attribute.
-func parsePropertyList(root *etree.Element, loc *time.Location, full bool) ([]upstream.Property, error) {
-	if err := answer(root, "properties", false); err != nil {
-		return nil, err
-	}
+func parsePropertyList(d *boundedDecoder, loc *time.Location, full bool, maxRecords int) ([]upstream.Property, error) {
 	var props []upstream.Property
-	for _, e := range root.SelectElements("property") {
+	err := decodeAnswer(d, "properties", "property", false, maxRecords, func(e *node) error {
 		p, err := parseProperty(e, loc, full)
-		if err != nil {
-			return nil, err
-		}
 		props = append(props, p)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return props, nil
 }
 
 // parsePropertyDoc reads the single-property document (always full detail).
-func parsePropertyDoc(root *etree.Element, loc *time.Location) (upstream.Property, error) {
-	if err := answer(root, "property", true); err != nil {
-		return upstream.Property{}, err
-	}
-	return parseProperty(root, loc, true)
+func parsePropertyDoc(d *boundedDecoder, loc *time.Location) (upstream.Property, error) {
+	var p upstream.Property
+	err := decodeAnswer(d, "property", "property", true, 1, func(e *node) (err error) {
+		p, err = parseProperty(e, loc, true)
+		return err
+	})
+	return p, err
 }
 
-func parseAgentList(root *etree.Element, full bool) ([]upstream.Agent, error) {
-	if err := answer(root, "agents", false); err != nil {
-		return nil, err
-	}
+func parseAgentList(d *boundedDecoder, full bool, maxRecords int) ([]upstream.Agent, error) {
 	var agents []upstream.Agent
-	for _, e := range root.SelectElements("agent") {
+	err := decodeAnswer(d, "agents", "agent", false, maxRecords, func(e *node) error {
 		a, err := parseAgent(e, full)
-		if err != nil {
-			return nil, err
-		}
 		agents = append(agents, a)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return agents, nil
 }
 
-func parseAgentDoc(root *etree.Element) (upstream.Agent, error) {
-	if err := answer(root, "agent", true); err != nil {
-		return upstream.Agent{}, err
-	}
-	return parseAgent(root, true)
+func parseAgentDoc(d *boundedDecoder) (upstream.Agent, error) {
+	var a upstream.Agent
+	err := decodeAnswer(d, "agent", "agent", true, 1, func(e *node) (err error) {
+		a, err = parseAgent(e, true)
+		return err
+	})
+	return a, err
 }
 
-// answer checks that root is the wanted element, or turns the CRM's error
-// bodies into errors: <errors> into *upstream.CriteriaError, <error> into
-// *NotFoundError on a single-resource call (single) and a failure otherwise.
-func answer(root *etree.Element, want string, single bool) error {
-	switch root.Tag {
-	case want:
-		return nil
-	case "errors":
+// answerError turns the CRM's error bodies into errors: <errors> into
+// *upstream.CriteriaError, <error> into *NotFoundError on a single-resource
+// call (single) and a failure otherwise.
+func answerError(root *node, single bool) error {
+	if root.tag == "errors" {
 		if single {
 			return fmt.Errorf("%w: %s", errUpstream, text(root))
 		}
 		var list normalize.Errors
-		for _, e := range root.SelectElements("error") {
+		for _, e := range root.children("error") {
 			list = append(list, normalize.FieldError{Field: attr(e, "field"), Message: text(e)})
 		}
 		if len(list) == 0 {
 			return fmt.Errorf("%w: an empty error list", errUpstream)
 		}
 		return &upstream.CriteriaError{Errors: list}
-	case "error":
-		if single {
-			return &NotFoundError{Message: text(root)}
-		}
-		return fmt.Errorf("%w: %s", errUpstream, text(root))
 	}
-	return fmt.Errorf("%w <%s>, want <%s>", errRoot, root.FullTag(), want)
+	if single {
+		return &NotFoundError{Message: text(root)}
+	}
+	return fmt.Errorf("%w: %s", errUpstream, text(root))
 }
 
-func parseProperty(e *etree.Element, loc *time.Location, full bool) (upstream.Property, error) {
+func parseProperty(e *node, loc *time.Location, full bool) (upstream.Property, error) {
 	var f fields
 	p := upstream.Property{
 		ID:           f.id("id", attr(e, "id")),
@@ -129,20 +122,20 @@ func parseProperty(e *etree.Element, loc *time.Location, full bool) (upstream.Pr
 		BuiltIn:      childText(e, "built_in"),
 		Description:  childText(e, "description"),
 	}
-	if a := e.SelectElement("address"); a != nil {
+	if a := e.child("address"); a != nil {
 		p.StreetNumber, p.StreetName = splitAddress(text(a))
 		p.AddressDisplay = parseFlag(attr(a, "display"))
 	}
-	p.PhotoCount, p.Photos = f.media(e.SelectElement("photos"), "photo", full)
-	p.VirtualTourCount, p.VirtualTours = f.media(e.SelectElement("virtualtours"), "virtualtour", full)
-	p.FloorplanCount, p.Floorplans = f.media(e.SelectElement("floorplans"), "floorplan", full)
-	if as := e.SelectElement("agents"); as != nil {
-		for _, a := range as.SelectElements("agent") {
+	p.PhotoCount, p.Photos = f.media(e.child("photos"), "photo", full)
+	p.VirtualTourCount, p.VirtualTours = f.media(e.child("virtualtours"), "virtualtour", full)
+	p.FloorplanCount, p.Floorplans = f.media(e.child("floorplans"), "floorplan", full)
+	if as := e.child("agents"); as != nil {
+		for _, a := range as.children("agent") {
 			p.Agents = append(p.Agents, upstream.AgentRef{ID: f.id("agent id", attr(a, "id")), Name: text(a)})
 		}
 	}
-	if ohs := e.SelectElement("openhomes"); ohs != nil {
-		for _, oh := range ohs.SelectElements("openhome") {
+	if ohs := e.child("openhomes"); ohs != nil {
+		for _, oh := range ohs.children("openhome") {
 			start := f.localTime("openhome start", childText(oh, "start"), loc)
 			end := f.localTime("openhome end", childText(oh, "end"), loc)
 			if start.IsZero() && end.IsZero() {
@@ -158,7 +151,7 @@ func parseProperty(e *etree.Element, loc *time.Location, full bool) (upstream.Pr
 	return p, nil
 }
 
-func parseAgent(e *etree.Element, full bool) (upstream.Agent, error) {
+func parseAgent(e *node, full bool) (upstream.Agent, error) {
 	var f fields
 	a := upstream.Agent{
 		ID:              f.id("id", attr(e, "id")),
@@ -172,8 +165,8 @@ func parseAgent(e *etree.Element, full bool) (upstream.Agent, error) {
 		PhotoURL:        childText(e, "photo"),
 		WebsiteURL:      childText(e, "website_url"),
 	}
-	if ps := e.SelectElement("properties"); ps != nil {
-		for _, pe := range ps.SelectElements("property") {
+	if ps := e.child("properties"); ps != nil {
+		for _, pe := range ps.children("property") {
 			a.Properties = append(a.Properties, upstream.PropertyRef{
 				ID:          f.id("property id", attr(pe, "id")),
 				LastUpdated: f.lastUpdated(attr(pe, "last_updated")),
@@ -191,30 +184,16 @@ func parseAgent(e *etree.Element, full bool) (upstream.Agent, error) {
 
 // text returns e's own character data (text, entities and CDATA sections,
 // not that of its children), without surrounding space. A nil e has none.
-func text(e *etree.Element) string {
+func text(e *node) string {
 	if e == nil {
 		return ""
 	}
-	var s string
-	n := 0
-	for _, t := range e.Child {
-		if cd, ok := t.(*etree.CharData); ok {
-			if n == 0 {
-				s = cd.Data
-			} else {
-				s += cd.Data
-			}
-			n++
-		}
-	}
-	return strings.TrimSpace(s)
+	return e.text
 }
 
-func childText(e *etree.Element, tag string) string { return text(e.SelectElement(tag)) }
+func childText(e *node, tag string) string { return text(e.child(tag)) }
 
-func attr(e *etree.Element, key string) string {
-	return strings.TrimSpace(e.SelectAttrValue(key, ""))
-}
+func attr(e *node, key string) string { return e.attr(key) }
 
 // splitAddress splits "12 Smith Street" into the street number and name: the
 // number is the first word when it starts with a digit.
@@ -292,26 +271,26 @@ func (f *fields) optInt(name, s string) *int {
 // count returns the number of items of a container: the items themselves in
 // full detail, the count attribute in short detail (the items when the
 // attribute is missing).
-func (f *fields) count(e *etree.Element, items int, full bool) int {
+func (f *fields) count(e *node, items int, full bool) int {
 	s := attr(e, "count")
 	if full || s == "" {
 		return items
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 {
-		f.fail(e.Tag+" count", s, "not a count")
+		f.fail(e.tag+" count", s, "not a count")
 	}
 	return n
 }
 
 // media reads a photos, virtualtours or floorplans container, ordered by
 // position (document order for equal or missing positions).
-func (f *fields) media(e *etree.Element, item string, full bool) (int, []upstream.Media) {
+func (f *fields) media(e *node, item string, full bool) (int, []upstream.Media) {
 	if e == nil {
 		return 0, nil
 	}
 	var ms []upstream.Media
-	for i, m := range e.SelectElements(item) {
+	for i, m := range e.children(item) {
 		md := upstream.Media{
 			URL:       text(m),
 			Thumbnail: attr(m, "thumbnail"),

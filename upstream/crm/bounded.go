@@ -1,0 +1,171 @@
+package crm
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Defaults of the structure limits of one answer (Options.MaxElements and
+// Options.MaxDepth).
+const (
+	// DefaultMaxElements is about three times the elements of the largest
+	// legitimate answer: a full-detail list of 1,000 properties (the
+	// proxy's default max_results) at ~35 elements each.
+	DefaultMaxElements = 100_000
+	// DefaultMaxDepth is far beyond the CRM's documents, which nest four
+	// deep at most.
+	DefaultMaxDepth = 64
+)
+
+// checkEvery is how many tokens a boundedDecoder reads between two looks at
+// its context: often enough to stop within a millisecond of the deadline,
+// rarely enough to cost nothing measurable.
+const checkEvery = 256
+
+// Failures of a bounded decode (besides errTooLarge).
+var (
+	errTooManyElements = errors.New("answer has too many elements")
+	errTooDeep         = errors.New("answer nests too deep")
+	errTooManyRecords  = errors.New("answer has too many records")
+)
+
+// limits bound the work of decoding one answer. Every field must be
+// positive.
+type limits struct {
+	maxBytes    int64 // bytes read from the body
+	maxElements int   // start elements, kept or skipped
+	maxDepth    int   // open elements at once
+}
+
+// boundedReader reads at most max bytes of r and stops with errTooLarge
+// beyond, so no buffer ever grows past the cap; it also stops as soon as ctx
+// is done. It keeps the first error of r (err), so a decoder's failure can
+// be told apart from the body's (a reset connection is not malformed XML).
+type boundedReader struct {
+	ctx context.Context
+	r   io.Reader
+	n   int64 // bytes read so far
+	max int64
+	err error // the first error of r other than io.EOF
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if err := b.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if b.n > b.max {
+		return 0, fmt.Errorf("%w of %d bytes", errTooLarge, b.max)
+	}
+	if left := b.max + 1 - b.n; int64(len(p)) > left {
+		p = p[:left] // one byte past the cap is enough to know
+	}
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	if b.n > b.max {
+		return n, fmt.Errorf("%w of %d bytes", errTooLarge, b.max)
+	}
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
+	}
+	return n, err
+}
+
+// boundedDecoder is an XML token reader over a boundedReader that counts
+// elements and depth against its limits and checks its context every
+// checkEvery tokens, so a hostile or slow answer ends with an error instead
+// of memory or time. It owns no document model: whatever consumes its
+// tokens (today the record parsers of parse.go) decides what to keep.
+type boundedDecoder struct {
+	ctx      context.Context
+	body     *boundedReader
+	dec      *xml.Decoder
+	lim      limits
+	elements int
+	depth    int
+	tokens   int
+}
+
+// newBoundedDecoder decodes r within lim until ctx is done.
+func newBoundedDecoder(ctx context.Context, r io.Reader, lim limits) *boundedDecoder {
+	body := &boundedReader{ctx: ctx, r: r, max: lim.maxBytes}
+	dec := xml.NewDecoder(body)
+	dec.CharsetReader = charsetReader
+	dec.Entity = xml.HTMLEntity // legacy text sometimes carries &nbsp; and friends
+	return &boundedDecoder{ctx: ctx, body: body, dec: dec, lim: lim}
+}
+
+// Token returns the next token (see xml.Decoder.Token: its data is valid
+// until the next call). At the end of a well-formed document it returns
+// io.EOF. Its errors are errTooLarge, errTooManyElements, errTooDeep, the
+// context's error, the body's read error, or errMalformed.
+func (d *boundedDecoder) Token() (xml.Token, error) {
+	d.tokens++
+	if d.tokens%checkEvery == 0 {
+		if err := d.ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	t, err := d.dec.Token()
+	if err != nil {
+		return nil, d.explain(err)
+	}
+	switch t.(type) {
+	case xml.StartElement:
+		d.elements++
+		d.depth++
+		switch {
+		case d.elements > d.lim.maxElements:
+			return nil, fmt.Errorf("%w: more than %d", errTooManyElements, d.lim.maxElements)
+		case d.depth > d.lim.maxDepth:
+			return nil, fmt.Errorf("%w: more than %d levels", errTooDeep, d.lim.maxDepth)
+		}
+	case xml.EndElement:
+		d.depth--
+	}
+	return t, nil
+}
+
+// explain turns an error of the xml.Decoder into the cause the caller
+// should see: the body's own failure (size cap, context, transport) wins
+// over the syntax error it provoked.
+func (d *boundedDecoder) explain(err error) error {
+	switch {
+	case err == io.EOF:
+		return io.EOF
+	case errors.Is(err, errTooLarge), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case d.body.err != nil:
+		return d.body.err
+	case d.ctx.Err() != nil:
+		return d.ctx.Err()
+	}
+	return fmt.Errorf("%w: %v", errMalformed, err)
+}
+
+// skip reads past the rest of the element whose start was just read.
+func (d *boundedDecoder) skip() error {
+	for depth := 1; depth > 0; {
+		t, err := d.Token()
+		if err != nil {
+			return unexpectedEOF(err)
+		}
+		switch t.(type) {
+		case xml.StartElement:
+			depth++
+		case xml.EndElement:
+			depth--
+		}
+	}
+	return nil
+}
+
+// unexpectedEOF turns io.EOF inside an element into a malformed document.
+func unexpectedEOF(err error) error {
+	if err == io.EOF {
+		return fmt.Errorf("%w: unexpected end of document", errMalformed)
+	}
+	return err
+}

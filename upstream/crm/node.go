@@ -1,0 +1,208 @@
+package crm
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// node is an element kept from an answer: the small tree of one record (or
+// of an error body) that the parsers of parse.go read, built from a
+// boundedDecoder's tokens and dropped once the record is in the model. A
+// list is never held as a tree: records are decoded one at a time.
+type node struct {
+	tag   string // local name
+	attrs []xml.Attr
+	text  string // own character data (not the children's), trimmed
+	kids  []*node
+}
+
+// knownTags are the elements the parsers read, at any level. Any other
+// element is skipped while decoding (counted against the limits, never
+// kept), so an answer padded with unknown elements costs no memory.
+var knownTags = map[string]bool{
+	"properties": true, "property": true, "agents": true, "agent": true,
+	"errors": true, "error": true,
+	"agency_id": true, "approved": true, "status": true, "latitude": true, "longitude": true,
+	"price": true, "price_from": true, "price_to": true, "category": true, "property_type": true,
+	"suburb": true, "area": true, "region": true, "bedrooms": true, "bathrooms": true,
+	"floor_size": true, "lot_size": true, "built_in": true, "description": true, "address": true,
+	"photos": true, "photo": true, "virtualtours": true, "virtualtour": true,
+	"floorplans": true, "floorplan": true, "openhomes": true, "openhome": true,
+	"start": true, "end": true,
+	"name": true, "username": true, "phone": true, "after_hours_phone": true,
+	"mobile_phone": true, "email": true, "website_url": true,
+}
+
+// child returns n's first child element named tag, or nil.
+func (n *node) child(tag string) *node {
+	if n == nil {
+		return nil
+	}
+	for _, k := range n.kids {
+		if k.tag == tag {
+			return k
+		}
+	}
+	return nil
+}
+
+// children returns n's child elements named tag, in document order.
+func (n *node) children(tag string) []*node {
+	var out []*node
+	for _, k := range n.kids {
+		if k.tag == tag {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// attr returns the value of n's attribute key (any namespace), trimmed.
+func (n *node) attr(key string) string {
+	for _, a := range n.attrs {
+		if a.Name.Local == key {
+			return strings.TrimSpace(a.Value)
+		}
+	}
+	return ""
+}
+
+// readNode reads the element whose start was just read from d, keeping its
+// attributes, its own text and its known child elements.
+func readNode(d *boundedDecoder, start xml.StartElement) (*node, error) {
+	n := &node{tag: start.Name.Local}
+	if len(start.Attr) > 0 {
+		n.attrs = make([]xml.Attr, len(start.Attr))
+		copy(n.attrs, start.Attr) // the decoder's strings are already copies
+	}
+	var text strings.Builder
+	for {
+		t, err := d.Token()
+		if err != nil {
+			return nil, unexpectedEOF(err)
+		}
+		switch t := t.(type) {
+		case xml.StartElement:
+			if !knownTags[t.Name.Local] {
+				if err := d.skip(); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			k, err := readNode(d, t)
+			if err != nil {
+				return nil, err
+			}
+			n.kids = append(n.kids, k)
+		case xml.CharData:
+			text.Write(t)
+		case xml.EndElement:
+			n.text = strings.TrimSpace(text.String())
+			return n, nil
+		}
+	}
+}
+
+// decodeAnswer reads a whole answer from d. The root must be want ("properties",
+// "property", "agents" or "agent"), or the CRM's error bodies <errors> and
+// <error> (see answerError). In a list (single false) every child element
+// named record is read and handed to each in document order, one at a time;
+// in a single-resource answer (single true) the root itself is the record.
+// A list with more than maxRecords records fails (the CRM was asked for at
+// most that many), so a list of tiny records cannot inflate the model. The
+// rest of the document is read too, so a truncated body is malformed.
+func decodeAnswer(d *boundedDecoder, want, record string, single bool, maxRecords int, each func(*node) error) error {
+	start, err := rootElement(d)
+	if err != nil {
+		return err
+	}
+	switch start.Name.Local {
+	case want:
+		if single {
+			n, err := readNode(d, start)
+			if err != nil {
+				return err
+			}
+			if err := each(n); err != nil {
+				return err
+			}
+			return finish(d)
+		}
+		if err := eachChild(d, record, maxRecords, each); err != nil {
+			return err
+		}
+		return finish(d)
+	case "errors", "error":
+		n, err := readNode(d, start)
+		if err != nil {
+			return err
+		}
+		if err := finish(d); err != nil {
+			return err
+		}
+		return answerError(n, single)
+	}
+	return fmt.Errorf("%w <%s>, want <%s>", errRoot, start.Name.Local, want)
+}
+
+// rootElement reads up to the root element's start.
+func rootElement(d *boundedDecoder) (xml.StartElement, error) {
+	for {
+		t, err := d.Token()
+		if err == io.EOF {
+			return xml.StartElement{}, fmt.Errorf("%w: no root element", errMalformed)
+		}
+		if err != nil {
+			return xml.StartElement{}, err
+		}
+		if s, ok := t.(xml.StartElement); ok {
+			return s, nil
+		}
+	}
+}
+
+// eachChild reads the children of the root just opened, handing those named
+// record to each and skipping the others, up to the root's end.
+func eachChild(d *boundedDecoder, record string, maxRecords int, each func(*node) error) error {
+	for records := 0; ; {
+		t, err := d.Token()
+		if err != nil {
+			return unexpectedEOF(err)
+		}
+		switch t := t.(type) {
+		case xml.StartElement:
+			if t.Name.Local != record {
+				if err := d.skip(); err != nil {
+					return err
+				}
+				continue
+			}
+			if records++; records > maxRecords {
+				return fmt.Errorf("%w: more than the %d asked for", errTooManyRecords, maxRecords)
+			}
+			n, err := readNode(d, t)
+			if err != nil {
+				return err
+			}
+			if err := each(n); err != nil {
+				return err
+			}
+		case xml.EndElement:
+			return nil
+		}
+	}
+}
+
+// finish reads what follows the root element, to the end of the document.
+func finish(d *boundedDecoder) error {
+	for {
+		if _, err := d.Token(); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
