@@ -144,7 +144,7 @@ tenants:
 users:
   - {username: u1, password_bcrypt: "plain", tenant: a, permissions: [full, admin]}
   - {username: u1, password_bcrypt: "` + validHash + `", tenant: zzz}
-cache: {max_bytes: 10KiB, ttls: {houses: 5s}}
+cache: {max_bytes: 10KiB, ttls: {houses: 5s}, fill_timeout: 1m}
 log: {level: loud}
 `
 	_, err := config.Parse("c.yaml", []byte(src), noEnv)
@@ -172,6 +172,7 @@ log: {level: loud}
 		`c.yaml:12: users[1].tenant: unknown tenant "zzz"`,
 		`c.yaml:13: cache.max_bytes: must be at least 1MiB`,
 		`c.yaml:13: cache.ttls.houses: unknown resource "houses" (want properties, property, agents, agent)`,
+		`c.yaml:13: cache.fill_timeout: 1m0s: must be shorter than server.write_timeout (30s), or a client waiting on a slow fill loses its connection before its 503`,
 		`c.yaml:14: log.level: unknown level "loud" (want debug, info, warn or error)`,
 	}
 	if diff := cmp.Diff(want, []string(probs)); diff != "" {

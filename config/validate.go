@@ -279,6 +279,10 @@ func (c *Config) validate() []problem {
 			add("cache.ttls."+k, "unknown resource %q (want %s)", k, strings.Join(Resources, ", "))
 		}
 	}
+	if c.Cache.FillTimeout >= c.Server.WriteTimeout {
+		add("cache.fill_timeout", "%s: must be shorter than server.write_timeout (%s), or a client waiting on a slow fill loses its connection before its 503",
+			c.Cache.FillTimeout.D(), c.Server.WriteTimeout.D())
+	}
 	for i, tp := range c.Server.TrustedProxies {
 		if _, err := clientip.ParsePrefix(tp); err != nil {
 			add(fmt.Sprintf("server.trusted_proxies[%d]", i), "invalid address or CIDR prefix %q (want e.g. 10.0.0.0/8, 192.0.2.7 or ::1)", tp)
