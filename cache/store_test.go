@@ -619,7 +619,7 @@ func TestKeysNeverShareEntries(t *testing.T) {
 					return
 				}
 				if i%500 == 0 {
-					s.Purge(k.Tenant, "", Hard)
+					s.Purge(k.Tenant, "", PurgeMode(i/500%2)) // soft and hard in turn
 				}
 				if w == 0 && i%100 == 0 {
 					clock.Advance(time.Second) // some entries go stale and refresh

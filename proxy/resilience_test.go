@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,14 @@ var policy = cache.Policy{TTL: time.Minute, StaleWhileRevalidate: time.Minute, S
 
 func resilientServer(t *testing.T, fb *fakeBackend, clk *clock, br *cache.Breaker) *proxy.Server {
 	t.Helper()
+	s, _ := resilientServerCache(t, fb, clk, br)
+	return s
+}
+
+// resilientServerCache is resilientServer that also returns its cache, for
+// tests that watch its Stats.
+func resilientServerCache(t *testing.T, fb *fakeBackend, clk *clock, br *cache.Breaker) (*proxy.Server, *cache.Store) {
+	t.Helper()
 	c, err := cache.New(cache.Options{MaxBytes: 64 << 20, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -35,23 +44,49 @@ func resilientServer(t *testing.T, fb *fakeBackend, clk *clock, br *cache.Breake
 	if br != nil {
 		o.Breakers = map[string]*cache.Breaker{"fake": br}
 	}
-	return newServer(t, fb, o)
+	return newServer(t, fb, o), c
 }
 
+// waitFor polls cond until it holds: it waits for an event, never for a
+// length of time, and fails the test only after a limit generous enough
+// for a loaded machine.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		runtime.Gosched()
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// waitJoined waits until the backend holds the flight's one call and n-1
+// other Gets have joined that flight. The cache counts a flight's leader
+// before its loader runs, so once the backend has been called Waiters
+// counts only the Gets that joined.
+func waitJoined(t testing.TB, c *cache.Store, fb *fakeBackend, n int) {
+	t.Helper()
+	waitFor(t, "the callers to join one flight", func() bool {
+		return fb.calls.Load() >= 1 && c.Stats().Waiters >= uint64(n-1)
+	})
+}
+
+// TestColdBurstIsOneBackendCall holds the backend until every one of n
+// concurrent cold requests has joined the first one's flight, then lets it
+// answer: one backend call serves them all.
 func TestColdBurstIsOneBackendCall(t *testing.T) {
 	fb := newFake()
 	fb.block = make(chan struct{})
-	s := resilientServer(t, fb, newClock(), nil)
+	s, c := resilientServerCache(t, fb, newClock(), nil)
 	const n = 200
 	codes := make([]int, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() { codes[i] = get(s, "GET", "harbour", "/au/properties.json?status=current").Code })
 	}
-	for fb.calls.Load() == 0 { // the leader reached the backend
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond) // let the others join the flight
+	waitJoined(t, c, fb, n)
 	close(fb.block)
 	wg.Wait()
 	if got := fb.calls.Load(); got != 1 {
@@ -62,12 +97,15 @@ func TestColdBurstIsOneBackendCall(t *testing.T) {
 			t.Fatalf("request %d: status %d", i, c)
 		}
 	}
+	if st := c.Stats(); st.Waiters != n-1 || st.Misses != n || st.LoaderCalls != 1 {
+		t.Errorf("cache stats: %d waiters, %d misses, %d loader calls; want %d, %d, 1", st.Waiters, st.Misses, st.LoaderCalls, n-1, n)
+	}
 }
 
 func TestCancelledFirstCallerDoesNotFailOthers(t *testing.T) {
 	fb := newFake()
 	fb.block = make(chan struct{})
-	s := resilientServer(t, fb, newClock(), nil)
+	s, c := resilientServerCache(t, fb, newClock(), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan int)
 	go func() {
@@ -77,12 +115,9 @@ func TestCancelledFirstCallerDoesNotFailOthers(t *testing.T) {
 		s.ServeHTTP(w, r)
 		first <- w.Code
 	}()
-	for fb.calls.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
 	second := make(chan *httptest.ResponseRecorder)
 	go func() { second <- get(s, "GET", "harbour", "/au/properties.xml") }()
-	time.Sleep(10 * time.Millisecond)
+	waitJoined(t, c, fb, 2) // the second caller waits on the first one's flight
 	cancel()
 	<-first // the cancelled caller gets nothing useful; it must not take the others down
 	close(fb.block)

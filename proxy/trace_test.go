@@ -159,9 +159,7 @@ func TestTraceOfACoalescedBurst(t *testing.T) {
 			}
 		})
 	}
-	for c.Stats().Waiters < n-1 || fb.calls.Load() == 0 { // all joined, the leader is at the backend
-		time.Sleep(time.Millisecond)
-	}
+	waitJoined(t, c, fb, n) // all joined, the leader is at the backend
 	close(fb.block)
 	wg.Wait()
 
