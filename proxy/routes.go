@@ -21,7 +21,9 @@ import (
 //     segments is 400. net/http rejects what it cannot parse before that.
 //  2. the route (the mux): an unknown path is 404, a known path with a
 //     method other than GET or HEAD is 405 with Allow: GET, HEAD.
-//  3. authentication (api): 401 with WWW-Authenticate.
+//  3. authentication (api): 401 with WWW-Authenticate, or 429 when the
+//     caller's address or username is throttled or the bcrypt pool is
+//     full; then the tenant's rate limit (429).
 //  4. the country, then the endpoint (criteria, permissions, cache,
 //     backend).
 //
