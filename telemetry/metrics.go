@@ -47,6 +47,7 @@ type Metrics struct {
 	lastReloadTime prometheus.Gauge
 
 	tenants tenantTraffic // per-tenant counters (tenant.go)
+	abuse   abuseCounters // auth rejections and tenant rate limits (abuse.go)
 	events  eventLog      // recent purges and reloads (tenant.go)
 }
 
@@ -106,6 +107,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	for _, result := range []string{"success", "failure"} {
 		m.ConfigReloads.WithLabelValues(result)
 	}
+	m.abuse = newAbuseCounters()
 	m.events.limit = recentEvents
 	b := ReadBuild()
 	buildInfo := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -113,12 +115,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Help:        "Always 1; the labels name the running build (version, VCS commit, Go version).",
 		ConstLabels: prometheus.Labels{"version": b.Version, "commit": b.Commit, "goversion": b.GoVersion},
 	}, func() float64 { return 1 })
-	for _, c := range []prometheus.Collector{
+	for _, c := range append(m.abuse.collectors(),
 		m.Requests, m.RequestDuration, m.AuthFailures, m.BackendDuration, m.BackendErrors, m.BreakerTransitions,
 		m.ConfigReloads, m.lastReloadOK, m.lastReloadTime, m.Purges, buildInfo, &tenantCollector{t: &m.tenants},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	} {
+	) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

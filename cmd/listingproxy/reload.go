@@ -49,6 +49,7 @@ func needsRestart(cur, next *config.Config) []string {
 	check("cache.max_bytes", cur.Cache.MaxBytes, next.Cache.MaxBytes)
 	check("cache.disabled", cur.Cache.Disabled, next.Cache.Disabled)
 	check("server", cur.Server, next.Server)
+	check("auth", cur.Auth, next.Auth)
 	check("telemetry", cur.Telemetry, next.Telemetry)
 	check("log.format", cur.Log.Format, next.Log.Format)
 	return keys

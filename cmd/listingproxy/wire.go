@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -118,7 +119,12 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	tenants := make([]proxy.Tenant, 0, len(cfg.Tenants))
 	for _, name := range slices.Sorted(maps.Keys(cfg.Tenants)) {
 		t := cfg.Tenants[name]
-		tenants = append(tenants, proxy.Tenant{Name: name, Backend: instrumented[t.Backend], BackendName: t.Backend, Upstream: t.UpstreamTenant})
+		pt := proxy.Tenant{Name: name, Backend: instrumented[t.Backend], BackendName: t.Backend, Upstream: t.UpstreamTenant}
+		if rl := t.RateLimit; rl != nil {
+			pt.RateLimit = proxy.Limit{PerSecond: rl.RequestsPerSecond, Burst: rl.Burst}
+			a.metrics.InitTenantLimit(name)
+		}
+		tenants = append(tenants, pt)
 	}
 	users := proxyUsers(cfg.Users)
 
@@ -135,7 +141,15 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		Countries: zones, MaxResults: cfg.MaxResults, Now: now, Logger: log, TracerProvider: tp,
 		Observe: func(w http.ResponseWriter, i proxy.RequestInfo) {
 			telemetry.Annotate(w, telemetry.Annotation{Tenant: i.Tenant, Backend: i.Backend, User: i.User, Cache: i.Cache, AuthFailed: i.AuthFailed, Err: i.Err})
+			switch i.Rejection {
+			case "":
+			case proxy.RejectTenantLimit:
+				a.metrics.TenantLimited(i.Tenant)
+			default:
+				a.metrics.AuthRejected(i.Rejection)
+			}
 		},
+		Auth: authOptions(cfg),
 	}
 	if !cfg.Cache.Disabled {
 		a.cache, err = cache.New(cache.Options{MaxBytes: int64(cfg.Cache.MaxBytes), Now: now, Logger: log, TracerProvider: tp})
@@ -165,7 +179,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	// log must sit outside the proxy's ServeMux to learn the matched route.
 	a.errors = telemetry.NewErrorDigest(telemetry.DigestOptions{Logger: log, Now: now})
 	a.closers = append(a.closers, a.errors.Flush)
-	trusted, _ := clientip.ParsePrefixes(cfg.Server.TrustedProxies) // validated by config
+	trusted := trustedProxies(cfg)
 	a.handler = telemetry.ServerHandler(telemetry.Middleware(telemetry.AccessOptions{
 		Logger: log, Metrics: a.metrics, TrustedProxies: trusted, Errors: a.errors,
 	})(a.srv), tp)
@@ -189,6 +203,24 @@ func (a *app) breakers(c config.Breaker) map[string]*cache.Breaker {
 		a.metrics.InitBreaker(name)
 	}
 	return m
+}
+
+// trustedProxies returns server.trusted_proxies, which config validated.
+func trustedProxies(cfg *config.Config) []netip.Prefix {
+	trusted, _ := clientip.ParsePrefixes(cfg.Server.TrustedProxies)
+	return trusted
+}
+
+func authOptions(cfg *config.Config) proxy.AuthOptions {
+	c := cfg.Auth
+	perMinute := func(f config.FailureLimit) proxy.Limit {
+		return proxy.Limit{PerSecond: f.PerMinute / 60, Burst: f.Burst}
+	}
+	return proxy.AuthOptions{
+		Workers: c.Workers, Queue: c.Queue, VerifiedEntries: c.VerifiedEntries,
+		AddressFailures: perMinute(c.FailuresPerAddress), UsernameFailures: perMinute(c.FailuresPerUsername),
+		ClientIP: clientip.Resolver{Trusted: trustedProxies(cfg)},
+	}
 }
 
 func proxyUsers(cu []config.User) []proxy.User {
