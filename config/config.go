@@ -159,14 +159,20 @@ type Breaker struct {
 	HalfOpenProbes uint32   `yaml:"half_open_probes"` // default 3
 }
 
-// Server holds HTTP server limits and the shutdown grace period.
+// Server holds HTTP server limits, the drain delay and the shutdown grace
+// period.
 type Server struct {
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout"` // default 5s
 	ReadTimeout       Duration `yaml:"read_timeout"`        // default 15s
 	WriteTimeout      Duration `yaml:"write_timeout"`       // default 30s
 	IdleTimeout       Duration `yaml:"idle_timeout"`        // default 120s
 	MaxHeaderBytes    ByteSize `yaml:"max_header_bytes"`    // default 16KiB
-	ShutdownGrace     Duration `yaml:"shutdown_grace"`      // default 20s
+	// DrainDelay is how long, after SIGTERM, the listeners keep accepting
+	// while /readyz says 503 and every response carries Connection: close,
+	// before the shutdown starts; default 5s, 0 disables (a pointer so that
+	// an explicit 0 is told from an absent key).
+	DrainDelay    *Duration `yaml:"drain_delay"`
+	ShutdownGrace Duration  `yaml:"shutdown_grace"` // default 20s
 	// TrustedProxies are the addresses or CIDR prefixes of the proxies in
 	// front of listingproxy whose X-Forwarded-For / Forwarded headers name
 	// the client; default none (the client is the TCP peer).

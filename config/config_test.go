@@ -280,3 +280,31 @@ auth:
 		}
 	})
 }
+
+// TestDrainDelay: absent is the documented 5s, an explicit 0 disables the
+// drain, a negative delay is a located error.
+func TestDrainDelay(t *testing.T) {
+	src := "backends: {d: {kind: sqlite, dsn: x}}\ntenants: {a: {backend: d}}\n"
+	for _, tc := range []struct {
+		name, extra string
+		want        time.Duration
+	}{
+		{"absent", "", 5 * time.Second},
+		{"zero", "server: {drain_delay: 0s}\n", 0},
+		{"set", "server: {drain_delay: 12s}\n", 12 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Parse("c.yaml", []byte(src+tc.extra), noEnv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.Server.DrainDelay.D(); got != tc.want {
+				t.Errorf("drain_delay = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	_, err := config.Parse("c.yaml", []byte(src+"server: {drain_delay: -1s}\n"), noEnv)
+	if err == nil || !strings.Contains(err.Error(), `c.yaml:3: server.drain_delay: invalid duration "-1s"`) {
+		t.Errorf("negative drain_delay: err = %v, want it located at c.yaml:3 server.drain_delay", err)
+	}
+}

@@ -111,6 +111,10 @@ func (c *Config) ApplyDefaults() {
 	if c.Server.MaxHeaderBytes == 0 {
 		c.Server.MaxHeaderBytes = 16 << 10
 	}
+	if c.Server.DrainDelay == nil {
+		d := Duration(5 * time.Second)
+		c.Server.DrainDelay = &d
+	}
 	defD(&c.Server.ShutdownGrace, 20*time.Second)
 	if c.Auth.Queue == 0 {
 		c.Auth.Queue = 8

@@ -85,18 +85,24 @@ func TestMetricsFamilies(t *testing.T) {
 	}
 }
 
-func TestReadyzNamesAnOpenBreaker(t *testing.T) {
+// TestReadyzIgnoresBreakers: readiness means "can serve"; an open breaker
+// does not make the process unready (it still serves stale bodies and other
+// backends' tenants), the drain does.
+func TestReadyzIgnoresBreakers(t *testing.T) {
 	a := newDemoApp(t)
 	if w := adminGet(t, a, "/readyz"); w.Code != 200 {
 		t.Fatalf("/readyz before: %d %s", w.Code, w.Body)
 	}
 	tripBreaker(t, a)
-	w := adminGet(t, a, "/readyz")
-	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "backend demo: circuit breaker open") {
-		t.Errorf("/readyz with an open breaker: %d %q, want 503 naming backend demo", w.Code, w.Body)
+	if w := adminGet(t, a, "/readyz"); w.Code != 200 {
+		t.Errorf("/readyz with an open breaker: %d %q, want 200", w.Code, w.Body)
+	}
+	a.drain()
+	if w := adminGet(t, a, "/readyz"); w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "draining") {
+		t.Errorf("/readyz while draining: %d %q, want 503 saying draining", w.Code, w.Body)
 	}
 	if w := adminGet(t, a, "/healthz"); w.Code != 200 {
-		t.Errorf("/healthz with an open breaker: %d, want 200 (the process is alive)", w.Code)
+		t.Errorf("/healthz while draining: %d, want 200 (the process is alive)", w.Code)
 	}
 }
 
@@ -156,8 +162,9 @@ func TestCRMCallsCarryTraceparent(t *testing.T) {
 	}
 }
 
-// TestShutdownDrainsInFlight starts a slow request, shuts down, and checks
-// that new connections are refused while the slow request still completes.
+// TestShutdownDrainsInFlight starts a slow request, shuts down without a
+// drain delay, and checks that new connections are refused while the slow
+// request still completes.
 func TestShutdownDrainsInFlight(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -174,7 +181,7 @@ func TestShutdownDrainsInFlight(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		srv := &http.Server{Handler: slow}
-		done <- serveUntil(ctx, []served{{srv, ln}}, time.Minute, nil, nil, slog.New(slog.DiscardHandler))
+		done <- serveUntil(ctx, []served{{srv, ln}}, shutdown{grace: time.Minute}, nil, nil, slog.New(slog.DiscardHandler))
 	}()
 
 	type result struct {

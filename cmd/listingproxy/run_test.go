@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -98,4 +101,205 @@ func TestHashPassword(t *testing.T) {
 	if err := run(context.Background(), []string{"listingproxy", "hash-password"}, nil, strings.NewReader(""), io.Discard, io.Discard); err == nil {
 		t.Error("empty password: want an error")
 	}
+}
+
+// closedByServer reports whether the server closed conn: a read ends with
+// EOF or a reset rather than the short deadline set here.
+func closedByServer(t *testing.T, conn net.Conn) bool {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	_, err := io.ReadAll(conn)
+	if err == nil || errors.Is(err, io.EOF) {
+		return true
+	}
+	var ne net.Error
+	return !(errors.As(err, &ne) && ne.Timeout())
+}
+
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+// TestRunClosesSlowHeaders: run's public listener closes a connection whose
+// headers never finish once read_header_timeout has passed, never before,
+// and still serves a well-behaved client. net/http's deadline starts when
+// it begins reading the connection, after the dial began, so the time is
+// measured from before the dial: on a loaded machine any delay only
+// lengthens what the test measures.
+func TestRunClosesSlowHeaders(t *testing.T) {
+	cfgPath := demoConfig(t)
+	raw, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(raw), "read_header_timeout: 5s", "read_header_timeout: 200ms", 1)
+	if edited == string(raw) {
+		t.Fatal("demo config has no read_header_timeout: 5s to edit")
+	}
+	if err := os.WriteFile(cfgPath, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := startRun(t, cfgPath)
+	addr := strings.TrimPrefix(base, "http://")
+	start := time.Now()
+	conn := dial(t, addr)
+	_, _ = io.WriteString(conn, "GET /au/properties.xml HTTP/1.1\r\nHo")
+	if !closedByServer(t, conn) {
+		t.Fatal("run kept a connection whose headers never finished")
+	}
+	if time.Since(start) < 200*time.Millisecond {
+		t.Error("closed before read_header_timeout")
+	}
+	// A well-behaved client is still served.
+	c2 := dial(t, addr)
+	roundTrip401(t, c2)
+}
+
+func roundTrip401(t *testing.T, conn net.Conn) {
+	t.Helper()
+	_, _ = io.WriteString(conn, "GET /au/properties.xml HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("status %d, want 401 (no credentials)", resp.StatusCode)
+	}
+}
+
+// startRun runs the service on cfgPath until the test ends (then it must
+// shut down cleanly: run returns nil) and returns its public and admin base
+// URLs, once it prints where it listens.
+func startRun(t *testing.T, cfgPath string) (base, admin string) {
+	t.Helper()
+	base, admin, _ = startServing(t, cfgPath, func(ctx context.Context, args []string, stdout io.Writer) error {
+		return run(ctx, args, func(string) string { return "" }, strings.NewReader(""), stdout, io.Discard)
+	})
+	return base, admin
+}
+
+// startServing starts serve (through run or serveWith) on cfgPath, as
+// startRun does, and also returns the function that stops it (as SIGTERM
+// does) without waiting; the test's end waits for a clean return.
+func startServing(t *testing.T, cfgPath string, serve func(ctx context.Context, args []string, stdout io.Writer) error) (base, admin string, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, []string{"listingproxy", "-config", cfgPath}, pw)
+		pw.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("run returned %v after shutdown, want nil", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("run did not return after its context was cancelled")
+		}
+	})
+	lines := bufio.NewScanner(pr)
+	for lines.Scan() {
+		if m := listenLine.FindStringSubmatch(lines.Text()); m != nil {
+			base, admin = m[1], m[2]
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if base == "" {
+		t.Fatal("run never printed where it listens")
+	}
+	return base, admin, cancel
+}
+
+// TestRunDrainsBeforeShutdown: once run's context ends (as on SIGTERM),
+// /readyz answers 503 at once, responses carry Connection: close (and the
+// connection closes after them), and new connections are still accepted and
+// served until the drain delay's timer fires; then the listener closes. The
+// timer is the test's channel, so nothing here waits on the clock.
+func TestRunDrainsBeforeShutdown(t *testing.T) {
+	delays := make(chan time.Duration, 1)
+	fire := make(chan time.Time)
+	after := func(d time.Duration) <-chan time.Time { delays <- d; return fire }
+	base, admin, stop := startServing(t, demoConfig(t), func(ctx context.Context, args []string, stdout io.Writer) error {
+		return serveWith(ctx, args, func(string) string { return "" }, stdout, io.Discard, after)
+	})
+	addr := strings.TrimPrefix(base, "http://")
+	adminClient := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+	readyz := func() int {
+		resp, err := adminClient.Get(admin + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := readyz(); got != 200 {
+		t.Fatalf("/readyz before the drain: %d, want 200", got)
+	}
+	kept := dial(t, addr)
+	keptR := bufio.NewReader(kept)
+	// (ReadResponse turns a Connection: close header into resp.Close.)
+	if resp := rawGet(t, kept, keptR); resp.Close {
+		t.Fatal("before the drain: Connection: close, want a kept-alive connection")
+	}
+
+	stop()
+	if d := <-delays; d != 5*time.Second {
+		t.Errorf("drain delay %v, want the default 5s", d)
+	}
+	if got := readyz(); got != http.StatusServiceUnavailable {
+		t.Errorf("/readyz while draining: %d, want 503", got)
+	}
+	if resp := rawGet(t, kept, keptR); !resp.Close {
+		t.Error("kept-alive connection while draining: no Connection: close")
+	}
+	if !closedByServer(t, kept) {
+		t.Error("the server kept the connection open after a Connection: close response")
+	}
+	fresh := dial(t, addr) // new connections are still accepted and served
+	if resp := rawGet(t, fresh, bufio.NewReader(fresh)); !resp.Close {
+		t.Error("new connection while draining: no Connection: close")
+	}
+
+	close(fire)
+	eventually(t, "the listener closes after the drain delay", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return true
+		}
+		c.Close()
+		return false
+	})
+}
+
+// rawGet sends one authenticated keep-alive GET on conn and reads its
+// response, which must be a 200.
+func rawGet(t *testing.T, conn net.Conn, br *bufio.Reader) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://x/au/properties.json?limit=1", nil)
+	req.SetBasicAuth("harbour", "harbour-demo")
+	if err := req.Write(conn); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d, want 200", resp.StatusCode)
+	}
+	return resp
 }

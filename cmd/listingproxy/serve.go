@@ -20,11 +20,17 @@ import (
 )
 
 // serve runs the service until ctx is done or SIGINT/SIGTERM arrives, then
-// shuts down gracefully: the listeners close at once, requests in flight
-// get server.shutdown_grace to finish, buffered spans are flushed, and serve
-// returns nil (exit status 0). SIGHUP reloads the configuration file (see
+// drains and shuts down gracefully (see serveUntil), flushes buffered spans,
+// and returns nil (exit status 0). SIGHUP reloads the configuration file (see
 // reload).
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return serveWith(ctx, args, getenv, stdout, stderr, time.After)
+}
+
+// serveWith is serve with the drain delay's timer injected: after(d) is
+// called once the drain has begun, and the shutdown starts when its channel
+// delivers (tests hold it to look at a draining server).
+func serveWith(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, after func(time.Duration) <-chan time.Time) error {
 	fs := flag.NewFlagSet("listingproxy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "configuration file (default: ./config.yaml if present, else the embedded demo configuration)")
@@ -74,17 +80,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
-	// The public listener's timeouts are enforced by a connection guard
-	// rather than per-request socket deadlines (see connGuard); it stops
-	// after the servers have.
 	// The garbage collector's tuning (see tuneGC) lives as long as serve.
-	guard := newConnGuard(cfg.Server, time.Now, log)
 	gctx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	gcDone := make(chan struct{})
 	defer func() { stopBackground(); <-gcDone }()
-	go guard.run(gctx)
 	go func() { defer close(gcDone); tuneGC(gctx, gcHeadroom, time.Second, getenv, log) }()
-	servers := []served{{guard.server(cfg.Server, app.handler, log), guard.listener(ln)}}
+	servers := []served{{newHTTPServer(cfg.Server, app.handler, log), ln}}
 	adminURL := ""
 	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
 		aln, err := net.Listen("tcp", cfg.AdminListen)
@@ -120,7 +121,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			log.Warn("config changes that need a restart were not applied", "keys", strings.Join(restart, ", "))
 		}
 	}
-	err = serveUntil(ctx, servers, cfg.Server.ShutdownGrace.D(), hup, reload, log)
+	err = serveUntil(ctx, servers, shutdown{
+		drainDelay: cfg.Server.DrainDelay.D(), grace: cfg.Server.ShutdownGrace.D(), after: after,
+		// A second SIGTERM or SIGINT during the drain ends the process at
+		// once: stop restores the signals' default action.
+		drain: func() { stop(); app.drain() },
+	}, hup, reload, log)
 
 	// Flush after the servers stopped, so the spans of the last requests
 	// are in; bounded like the shutdown itself.
@@ -136,16 +142,45 @@ type served struct {
 	ln  net.Listener
 }
 
+// shutdown says how serveUntil stops.
+type shutdown struct {
+	// drainDelay is how long the listeners stay open after drain is called;
+	// 0: none.
+	drainDelay time.Duration
+	// grace bounds the shutdown proper: requests in flight may finish.
+	grace time.Duration
+	// after is the drain delay's timer (time.After).
+	after func(time.Duration) <-chan time.Time
+	// drain starts the drain: /readyz answers 503 and responses carry
+	// Connection: close. Nil: nothing to do.
+	drain func()
+}
+
 // serveUntil serves every server until ctx is done (or one fails), calling
-// reload on each value from hup, then shuts them all down: listeners close
-// at once (new connections are refused) and requests in flight have grace
-// to finish. It returns nil after a clean shutdown.
-func serveUntil(ctx context.Context, servers []served, grace time.Duration, hup <-chan os.Signal, reload func(), log *slog.Logger) error {
+// reload on each value from hup, then stops in three steps:
+//
+//  1. drain: s.drain is called (readiness turns 503, responses carry
+//     Connection: close, so clients open a new connection per request and
+//     a load balancer that stopped routing here lets them go) while the
+//     listeners keep accepting for s.drainDelay: a load balancer or
+//     Kubernetes takes a few seconds to notice, and until then new
+//     connections still arrive; refusing them would fail requests;
+//  2. shutdown: listeners close (new connections are refused), idle
+//     connections close, and requests in flight have s.grace to finish;
+//  3. it returns nil after a clean shutdown.
+//
+// A server that fails skips the drain.
+func serveUntil(ctx context.Context, servers []served, s shutdown, hup <-chan os.Signal, reload func(), log *slog.Logger) error {
 	errc := make(chan error, len(servers))
-	for _, s := range servers {
-		go func() { errc <- s.srv.Serve(s.ln) }()
+	for _, sv := range servers {
+		go func() { errc <- sv.srv.Serve(sv.ln) }()
 	}
 	var failed error
+	stopped := func(err error) {
+		if !errors.Is(err, http.ErrServerClosed) {
+			failed = fmt.Errorf("serve: %w", err)
+		}
+	}
 wait:
 	for {
 		select {
@@ -154,19 +189,30 @@ wait:
 		case <-hup:
 			reload()
 		case err := <-errc:
-			if !errors.Is(err, http.ErrServerClosed) {
-				failed = fmt.Errorf("serve: %w", err)
-			}
+			stopped(err)
 			break wait
 		}
 	}
-	log.Info("shutting down", "grace", grace.String())
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	if failed == nil && s.drainDelay > 0 {
+		log.Info("draining: not ready, closing connections after each response", "drain_delay", s.drainDelay.String())
+		if s.drain != nil {
+			s.drain()
+		}
+		select {
+		case <-s.after(s.drainDelay):
+		case err := <-errc:
+			stopped(err)
+		}
+	} else if s.drain != nil {
+		s.drain()
+	}
+	log.Info("shutting down", "grace", s.grace.String())
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.grace)
 	defer cancel()
 	// Shut the servers down together: each closes its listener first.
 	errs := make(chan error, len(servers))
-	for _, s := range servers {
-		go func() { errs <- s.srv.Shutdown(sctx) }()
+	for _, sv := range servers {
+		go func() { errs <- sv.srv.Shutdown(sctx) }()
 	}
 	for range servers {
 		if err := <-errs; err != nil && failed == nil {
@@ -192,6 +238,8 @@ func loadConfig(path string, getenv func(string) string) (*config.Config, string
 	return cfg, path, err
 }
 
+// newHTTPServer is an http.Server with the configured limits, enforced by
+// net/http's own deadlines.
 func newHTTPServer(c config.Server, h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,

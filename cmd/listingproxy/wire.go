@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,6 +46,28 @@ type app struct {
 	// replaces it.
 	cfg     *config.Config
 	closers []func()
+	// draining is set when the drain before shutdown begins (see
+	// serveUntil): /readyz answers 503 and responses carry
+	// Connection: close.
+	draining atomic.Bool
+}
+
+// drain starts the drain before shutdown.
+func (a *app) drain() { a.draining.Store(true) }
+
+// closeWhenDraining marks every response Connection: close once the drain
+// has begun: net/http then closes the connection after the response, so a
+// kept-alive client reconnects (to another replica, once the load balancer
+// has noticed) rather than losing a request when the listener closes. Idle
+// connections are left alone until the shutdown: closing them now would race
+// with a request the client is sending on them. One atomic load per request.
+func (a *app) closeWhenDraining(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (a *app) Close() {
@@ -174,17 +197,18 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	if err := a.metrics.WatchBreakers(a.srv.Breakers); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	// Outermost first: the server span (continuing an incoming traceparent)
-	// must exist before the access log reads its trace id, and the access
-	// log must sit outside the proxy's ServeMux to learn the matched route.
+	// Outermost first: the drain's Connection: close goes on every
+	// response; the server span (continuing an incoming traceparent) must
+	// exist before the access log reads its trace id, and the access log
+	// must sit outside the proxy's ServeMux to learn the matched route.
 	a.errors = telemetry.NewErrorDigest(telemetry.DigestOptions{Logger: log, Now: now})
 	a.closers = append(a.closers, a.errors.Flush)
 	trusted := trustedProxies(cfg)
-	a.handler = telemetry.ServerHandler(telemetry.Middleware(telemetry.AccessOptions{
+	a.handler = a.closeWhenDraining(telemetry.ServerHandler(telemetry.Middleware(telemetry.AccessOptions{
 		Logger: log, Metrics: a.metrics, TrustedProxies: trusted, Errors: a.errors,
-	})(a.srv), tp)
+	})(a.srv), tp))
 	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
-	a.admin = adminHandler(cfg, a.cache, backends, a.srv.Breakers, metrics, purged)
+	a.admin = adminHandler(cfg, a.cache, backends, a.srv.Breakers, metrics, purged, &a.draining)
 	return a, nil
 }
 
@@ -304,20 +328,22 @@ func openBackend(ctx context.Context, name string, cfg *config.Config, log *slog
 		}
 		return c, closeIdle, nil
 	default:
+		// A database down at start-up is waited for (sqlstore.Open), so
+		// the demo's migration and seeding run when it first answers.
+		var setup func(context.Context, *sqlstore.Store) error
+		if b.SeedDemo {
+			setup = func(ctx context.Context, st *sqlstore.Store) error {
+				return seedIfEmpty(ctx, st, b, now, log, name)
+			}
+		}
 		st, err := sqlstore.Open(ctx, sqlstore.Config{
 			Dialect: b.Kind, DSN: b.DSN, Now: now,
 			MaxOpenConns: b.MaxOpenConns, MaxIdleConns: b.MaxIdleConns,
 			ConnMaxLifetime: b.ConnMaxLifetime.D(), QueryTimeout: b.QueryTimeout.D(),
-			Logger: log.With("backend", name), TracerProvider: tp,
+			Logger: log.With("backend", name), TracerProvider: tp, Setup: setup,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("backend %s: %w", name, err)
-		}
-		if b.SeedDemo {
-			if err := seedIfEmpty(ctx, st, b, now, log, name); err != nil {
-				st.Close()
-				return nil, nil, fmt.Errorf("backend %s: %w", name, err)
-			}
 		}
 		return st, func() { st.Close() }, nil
 	}
@@ -448,34 +474,26 @@ func breakerOptions(name string, c config.Breaker, log *slog.Logger, m *telemetr
 }
 
 // adminHandler serves the operator endpoints on the admin listener:
-// /healthz (the process answers), /readyz (every backend answers its ping
-// and no breaker is open), /metrics, and behind the admin credentials
-// /debug/pprof and POST /cache/purge.
-// breakers returns the breakers in force (a reload may replace them).
-func adminHandler(cfg *config.Config, store *cache.Store, backends map[string]upstream.Backend, breakers func() map[string]*cache.Breaker, metrics http.Handler, purged func(telemetry.Purge)) http.Handler {
+// /healthz (the process answers), /readyz (it can serve: not draining),
+// /metrics, and behind the admin credentials /debug/pprof and POST
+// /cache/purge. breakers returns the breakers in force (a reload may
+// replace them).
+func adminHandler(cfg *config.Config, store *cache.Store, backends map[string]upstream.Backend, breakers func() map[string]*cache.Breaker, metrics http.Handler, purged func(telemetry.Purge), draining *atomic.Bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.Handle("GET /metrics", metrics)
+	// Readiness is "this process can answer": it is listening (the admin
+	// listener opens after the public one), its configuration is loaded,
+	// and it is not draining. A backend's state does not count: every
+	// replica shares its backends, so failing readiness on an open breaker
+	// would take them all out of the load balancer at once, and with them
+	// the stale bodies kept for exactly that case and the tenants of
+	// healthy backends. Backend state is on /backends.
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		var problems []string
-		bs := breakers()
-		for _, name := range slices.Sorted(maps.Keys(backends)) {
-			if b := bs[name]; b != nil && b.State() == cache.StateOpen {
-				problems = append(problems, fmt.Sprintf("backend %s: circuit breaker open (retry in %s)", name, b.RetryAfter()))
-				continue
-			}
-			if p, ok := backends[name].(pinger); ok {
-				if err := p.Ping(ctx); err != nil {
-					problems = append(problems, fmt.Sprintf("backend %s: %v", name, err))
-				}
-			}
-		}
-		if len(problems) > 0 {
-			http.Error(w, strings.Join(problems, "\n"), http.StatusServiceUnavailable)
+		if draining.Load() {
+			http.Error(w, "draining: shutting down", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ready")

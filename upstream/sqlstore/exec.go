@@ -63,6 +63,9 @@ var errStop = errors.New("stop")
 // is dead, and the first request to notice clears them all instead of each
 // later request finding one. Only reads go through each, so a retry is safe.
 func (s *Store) each(ctx context.Context, name string, q *query, f func(*sql.Rows) error) (err error) {
+	if err := s.Ready(); err != nil {
+		return err
+	}
 	ctx, end := s.statement(ctx, name, "SELECT")
 	defer func() { end(err) }()
 	for attempt := 0; ; attempt++ {

@@ -3,11 +3,16 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"listingproxy/internal/tcpproxy"
+	"listingproxy/upstream"
 )
 
 // openPostgres opens a store on a fresh schema of the PostgreSQL database
@@ -67,4 +72,64 @@ func openPostgresWith(t *testing.T, edit func(*Config)) (st *Store, admin *sql.D
 
 func TestPostgresBackend(t *testing.T) {
 	testEngine(t, openPostgres(t))
+}
+
+// TestPostgresOpenWaitsForTheDatabase: Open succeeds while PostgreSQL does
+// not answer (here a stopped proxy in front of it), every request fails with
+// ErrNotReady meanwhile, and once the database answers the store prepares
+// itself (Setup once) and serves, without being reopened.
+func TestPostgresOpenWaitsForTheDatabase(t *testing.T) {
+	var px *tcpproxy.Proxy
+	var setups atomic.Int32
+	st, _, _ := openPostgresWith(t, func(c *Config) {
+		u, err := url.Parse(c.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if px, err = tcpproxy.Reserve(u.Host); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(px.Close)
+		u.Host = px.Addr()
+		c.DSN = u.String()
+		c.Setup = func(ctx context.Context, s *Store) error {
+			setups.Add(1)
+			return s.Migrate(ctx)
+		}
+	})
+	ctx := context.Background()
+	sc := upstream.Scope{Tenant: "harbour", Country: "au"}
+	if _, err := st.ListProperties(ctx, sc, parseProps(t, "")); !errors.Is(err, ErrNotReady) {
+		t.Fatalf("ListProperties while the database is down: %v, want ErrNotReady", err)
+	}
+	if err := px.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; st.Ready() != nil; i++ {
+		if i == 2000 {
+			t.Fatalf("never ready after the database came back: %v", st.Ready())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	props, err := st.ListProperties(ctx, sc, parseProps(t, ""))
+	if err != nil || len(props) != 0 {
+		t.Errorf("ListProperties once ready: %d properties, %v; want none (empty schema), no error", len(props), err)
+	}
+	if n := setups.Load(); n != 1 {
+		t.Errorf("Setup ran %d times, want once", n)
+	}
+}
+
+// TestPostgresOpenFailsOnABadSetup: a database that answers but cannot be
+// prepared is a configuration problem, reported by Open.
+func TestPostgresOpenFailsOnABadSetup(t *testing.T) {
+	dsn := os.Getenv("LISTINGPROXY_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("LISTINGPROXY_TEST_POSTGRES_DSN is not set")
+	}
+	bad := errors.New("no permission")
+	_, err := Open(context.Background(), Config{Dialect: "postgres", DSN: dsn, Setup: func(context.Context, *Store) error { return bad }})
+	if !errors.Is(err, bad) {
+		t.Errorf("Open = %v, want the setup's error", err)
+	}
 }

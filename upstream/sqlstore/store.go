@@ -52,6 +52,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -95,6 +96,10 @@ type Config struct {
 	// Logger receives warnings from background work (the change listener's
 	// reconnections). Nil: discarded.
 	Logger *slog.Logger
+	// Setup prepares a database the first time it answers, before the store
+	// serves: cmd migrates and seeds the demo database here. Nil: nothing.
+	// See Open for when it runs.
+	Setup func(ctx context.Context, s *Store) error
 	// TracerProvider receives a span per statement, named "sql.<statement>"
 	// (sql.list_properties, sql.load_media, ...) with the attributes
 	// db.system.name and db.operation.name only: never arguments or SQL
@@ -117,6 +122,17 @@ type Store struct {
 	system       attribute.KeyValue // db.system.name
 	maxLinked    int                // see resolveAgents; tests lower it
 
+	// ready is set once the database has answered and been prepared (see
+	// Open); until then every statement fails with ErrNotReady and wakes
+	// the background preparation.
+	ready      atomic.Bool
+	setup      func(context.Context, *Store) error
+	kick       chan struct{}
+	stopPrep   context.CancelFunc
+	prepDone   chan struct{}
+	notReadyMu sync.Mutex
+	notReady   error // why the store is not ready
+
 	mu      sync.RWMutex
 	tenants map[string]int64 // tenants.name -> id; only names that exist
 	// fromProperties is the FROM item of the page and geo statements (see
@@ -129,8 +145,23 @@ var _ upstream.Backend = (*Store)(nil)
 // ErrNotEmpty is returned by SeedDemo when the store already holds data.
 var ErrNotEmpty = errors.New("sqlstore: store is not empty")
 
-// Open opens the database described by cfg and checks that it answers. It
-// does not create the schema; see Migrate.
+// ErrNotReady is the error of every statement while the database has not yet
+// answered and been prepared (see Open). It is a failure, not an answer.
+var ErrNotReady = errors.New("sqlstore: database not ready")
+
+// Open opens the database described by cfg and prepares it: it checks that
+// it answers, inspects it (see detectHints) and runs cfg.Setup. It does not
+// create the schema itself; see Migrate.
+//
+// A database that does not answer is a fault to wait for, not a reason to
+// fail: Open still returns the store, which fails every statement with
+// ErrNotReady while a background goroutine retries the preparation (after
+// 100ms, doubling up to 5s, and at once when a statement finds the store not
+// ready), so a process can start while its database is down and serve once
+// it is back, without a restart. A database that answers but whose
+// preparation fails (a bad schema, missing permissions) is a configuration
+// problem: Open returns the error. Invalid configuration (dialect, DSN) is
+// also an error.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	d, err := dialectFor(cfg.Dialect)
 	if err != nil {
@@ -187,17 +218,104 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		maxIdle: maxIdle, queryTimeout: cfg.QueryTimeout,
 		tracer:  tp.Tracer("listingproxy/upstream/sqlstore"),
 		system:  attribute.String("db.system.name", d.systemName()),
-		tenants: map[string]int64{}, maxLinked: defaultMaxLinked,
+		tenants: map[string]int64{}, maxLinked: defaultMaxLinked, fromProperties: "properties p",
+		setup: cfg.Setup, kick: make(chan struct{}, 1), prepDone: make(chan struct{}),
 	}
-	if err := s.Ping(ctx); err != nil {
+	answered, err := s.prepare(ctx)
+	switch {
+	case err == nil:
+		close(s.prepDone)
+		s.stopPrep = func() {}
+		return s, nil
+	case answered || ctx.Err() != nil:
 		db.Close()
 		return nil, err
+	}
+	s.setNotReady(err)
+	s.log.Warn("sqlstore: the database does not answer; failing requests until it does", "error", err)
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopPrep = cancel
+	go s.prepareInBackground(pctx)
+	return s, nil
+}
+
+// firstPingTimeout bounds Open's first ping, so that a database behind a
+// black hole delays start-up by this much, not forever.
+const firstPingTimeout = 5 * time.Second
+
+// prepare pings the database, inspects it and runs the setup, then marks the
+// store ready. answered says whether the database answered the ping.
+func (s *Store) prepare(ctx context.Context) (answered bool, err error) {
+	pctx, cancel := context.WithTimeout(ctx, firstPingTimeout)
+	err = s.Ping(pctx)
+	cancel()
+	if err != nil {
+		return false, err
 	}
 	if err := s.detectHints(ctx); err != nil {
-		db.Close()
-		return nil, err
+		return true, err
 	}
-	return s, nil
+	if s.setup != nil {
+		if err := s.setup(ctx, s); err != nil {
+			return true, err
+		}
+	}
+	s.ready.Store(true)
+	return true, nil
+}
+
+// prepareInBackground retries prepare until it succeeds or ctx ends: after
+// a backoff from 100ms doubling to 5s, or as soon as a statement finds the
+// store not ready (but never twice within 100ms).
+func (s *Store) prepareInBackground(ctx context.Context) {
+	defer close(s.prepDone)
+	const minBackoff, maxBackoff = 100 * time.Millisecond, 5 * time.Second
+	backoff := minBackoff
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(minBackoff):
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff - minBackoff):
+		case <-s.kick:
+		}
+		_, err := s.prepare(ctx)
+		if err == nil {
+			s.log.Info("sqlstore: the database answers; serving")
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		s.setNotReady(err)
+		s.log.Warn("sqlstore: the database is still not ready", "error", err, "retry_in", backoff.String())
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+func (s *Store) setNotReady(err error) {
+	s.notReadyMu.Lock()
+	s.notReady = err
+	s.notReadyMu.Unlock()
+}
+
+// Ready returns nil once the store serves, else why not (wrapping
+// ErrNotReady). A store that is not ready wakes its background preparation.
+func (s *Store) Ready() error {
+	if s.ready.Load() {
+		return nil
+	}
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+	s.notReadyMu.Lock()
+	defer s.notReadyMu.Unlock()
+	return fmt.Errorf("%w: %v", ErrNotReady, s.notReady)
 }
 
 // detectHints chooses the FROM item of the page statements. On MySQL, when
@@ -233,8 +351,12 @@ func (s *Store) propertiesFrom() string {
 	return s.fromProperties
 }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// Close stops the background preparation, if any, and closes the database.
+func (s *Store) Close() error {
+	s.stopPrep()
+	<-s.prepDone
+	return s.db.Close()
+}
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error {
