@@ -39,6 +39,11 @@
 // on PostgreSQL, InstallNotify and Listen carry change notifications
 // (schema/postgres_notify.sql).
 //
+// Availability. Open does not fail when the database does not answer: the
+// store fails every statement with ErrNotReady and prepares itself (ping,
+// inspection, Config.Setup) in the background as soon as the database
+// answers, so a service can start while its database is down.
+//
 // It must not import proxy, cache or config: it is configured through Config
 // by cmd, and serves upstream's types only.
 package sqlstore
