@@ -7,7 +7,7 @@ import (
 )
 
 // TestImports keeps the package's dependencies to the standard library,
-// ristretto, x/sync, gobreaker and the OpenTelemetry trace API: it must not
+// ristretto, x/sync and the OpenTelemetry trace API: it must not
 // reach into upstream, proxy or config, nor the OpenTelemetry SDK.
 func TestImports(t *testing.T) {
 	pkg, err := build.ImportDir(".", 0)
@@ -17,7 +17,6 @@ func TestImports(t *testing.T) {
 	allowed := []string{
 		"github.com/dgraph-io/ristretto/v2",
 		"golang.org/x/sync/",
-		"github.com/sony/gobreaker/v2",
 		"go.opentelemetry.io/otel/trace",     // the API only, never the SDK
 		"go.opentelemetry.io/otel/attribute", // span attributes
 		"go.opentelemetry.io/otel/codes",     // span status

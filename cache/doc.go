@@ -1,10 +1,11 @@
 // Package cache owns listingproxy's read-through cache of rendered response
 // bodies: immutable entries (body, gzip form, ETag), the freshness ladder,
-// request coalescing, operator purges, and the circuit breaker that guards a
-// backend. It knows nothing about HTTP, backends or configuration: it must not
-// import upstream, proxy or config, only the standard library, ristretto v2,
-// golang.org/x/sync, gobreaker v2 and the OpenTelemetry trace API, never its
-// SDK (deps_test.go enforces this).
+// request coalescing and operator purges. It knows nothing about HTTP,
+// backends, breakers or configuration: it must not import upstream, proxy or
+// config, only the standard library, ristretto v2, golang.org/x/sync and the
+// OpenTelemetry trace API, never its SDK (deps_test.go enforces this). A
+// backend's breaker is a decorator of the backend (upstream/breaker); to the
+// cache its refusal is one more loader error.
 //
 // # Read-through
 //
@@ -81,20 +82,12 @@
 //   - age < TTL: [Hit], the stored body.
 //   - age < TTL + StaleWhileRevalidate: [Stale], the stored body, and one
 //     background refresh per key (single-flighted with foreground fills).
-//   - otherwise the caller waits for a fill; if it fails (loader error, open
-//     breaker, panic, FillTimeout, or the caller's own deadline) and
+//   - otherwise the caller waits for a fill; if it fails (loader error, a
+//     backend refusing calls, panic, FillTimeout, or the caller's own
+//     deadline) and
 //     age < TTL + StaleIfError: [StaleIfError], the stored body.
 //   - otherwise the error: the proxy answers 503 with Retry-After.
 //
 // Negative entries (Entry.Negative, "not found") are served as [Negative]
 // while age < NegativeTTL and are dropped after it: they have no stale phase.
-//
-// # Breaker
-//
-// [Breaker] wraps gobreaker v2 with the project's rules: answers (the
-// caller's IsAnswer, e.g. not found) count as successes, client cancellations
-// are not counted at all, a panic counts as a failure and comes back as an
-// error, and an open breaker fails at once with an error wrapping [ErrOpen].
-// [Breaker.Wrap] turns it into a [Loader] decorator, so an open breaker makes
-// Get serve a stale copy or fail fast.
 package cache

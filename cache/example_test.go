@@ -15,13 +15,12 @@ func ExampleStore_Get() {
 	}
 	defer store.Close()
 
-	breaker := cache.NewBreaker(cache.BreakerOptions{Name: "demo"})
 	key := cache.Key{Tenant: "harbour", Resource: "au/properties/42", Variant: "full|json"}
 	policy := cache.Policy{TTL: time.Minute, StaleWhileRevalidate: 5 * time.Minute, StaleIfError: time.Hour}
-	render := breaker.Wrap(func(ctx context.Context) (*cache.Entry, error) {
+	render := func(ctx context.Context) (*cache.Entry, error) {
 		// Call the backend and render the body once, here.
 		return cache.NewEntry([]byte(`{"id":42}`), "application/json; charset=utf-8", false, time.Now()), nil
-	})
+	}
 
 	for range 2 {
 		e, outcome, err := store.Get(context.Background(), key, policy, render)

@@ -229,7 +229,7 @@ func (s *Store) onExit(it *item) {
 // It never returns an error together with an entry. On error the Outcome is
 // Miss (Bypass when caching was bypassed); the error is the loader's (wrapped
 // with the key), a *PanicError, or ctx's error when ctx ended first. An
-// error wrapping ErrOpen means the breaker is open. The returned Entry is
+// The returned Entry is
 // shared and must not be modified.
 func (s *Store) Get(ctx context.Context, k Key, p Policy, load Loader) (*Entry, Outcome, error) {
 	if p.TTL <= 0 || s.closed.Load() {
@@ -527,8 +527,12 @@ func (s *Store) refresh(ctx context.Context, h uint64, k Key, gen uint64, p Poli
 		}()
 		r := <-s.group.DoChan(flightKey('f', gen, k), s.flight(ctx, h, k, gen, p, load, false, nil))
 		if r.Err != nil {
+			// A backend that refuses calls for a while (its error says when
+			// to retry, e.g. an open breaker) is already reported where it
+			// decided to refuse: one debug line per key is enough.
 			lvl := slog.LevelWarn
-			if errors.Is(r.Err, ErrOpen) {
+			var refusing interface{ RetryAfter() time.Duration }
+			if errors.As(r.Err, &refusing) {
 				lvl = slog.LevelDebug
 			}
 			s.log.Log(context.WithoutCancel(ctx), lvl, "cache: background refresh failed",

@@ -149,14 +149,18 @@ type Cache struct {
 	TTLs map[string]Duration `yaml:"ttls"`
 }
 
-// Breaker configures the circuit breaker in front of each backend.
+// Breaker configures the circuit breakers (one per backend and tenant, one
+// per backend) and the per-tenant bulkheads in front of each backend. A
+// zero value means the default of package upstream/breaker, the one place
+// the defaults are stated (docs/configuration.md lists them).
 type Breaker struct {
-	Failures       uint32   `yaml:"failures"`         // consecutive failures that open it; default 5
+	Failures       uint32   `yaml:"failures"`         // consecutive failures that open it
 	FailureRatio   float64  `yaml:"failure_ratio"`    // or this ratio of failures in the window (0 = off)
-	MinRequests    uint32   `yaml:"min_requests"`     // requests in the window before the ratio applies; default 20
-	Window         Duration `yaml:"window"`           // rolling window for counts; default 10s
-	OpenFor        Duration `yaml:"open_for"`         // default 15s
-	HalfOpenProbes uint32   `yaml:"half_open_probes"` // default 3
+	MinRequests    uint32   `yaml:"min_requests"`     // requests in the window before the ratio applies
+	Window         Duration `yaml:"window"`           // rolling window for counts
+	OpenFor        Duration `yaml:"open_for"`         // how long it stays open before probes
+	HalfOpenProbes uint32   `yaml:"half_open_probes"` // probes let through when half-open
+	TenantShare    float64  `yaml:"tenant_share"`     // share of a backend's concurrency one tenant may hold
 }
 
 // Server holds HTTP server limits, the drain delay and the shutdown grace

@@ -93,17 +93,6 @@ func (c *Config) ApplyDefaults() {
 	defD(&c.Cache.StaleIfError, time.Hour)
 	defD(&c.Cache.NegativeTTL, 10*time.Second)
 	defD(&c.Cache.FillTimeout, 10*time.Second)
-	if c.Breaker.Failures == 0 {
-		c.Breaker.Failures = 5
-	}
-	if c.Breaker.MinRequests == 0 {
-		c.Breaker.MinRequests = 20
-	}
-	defD(&c.Breaker.Window, 10*time.Second)
-	defD(&c.Breaker.OpenFor, 15*time.Second)
-	if c.Breaker.HalfOpenProbes == 0 {
-		c.Breaker.HalfOpenProbes = 3
-	}
 	defD(&c.Server.ReadHeaderTimeout, 5*time.Second)
 	defD(&c.Server.ReadTimeout, 15*time.Second)
 	defD(&c.Server.WriteTimeout, 30*time.Second)
@@ -314,6 +303,15 @@ func (c *Config) validate() []problem {
 	}
 	if c.Breaker.FailureRatio < 0 || c.Breaker.FailureRatio > 1 {
 		add("breaker.failure_ratio", "must be between 0 and 1")
+	}
+	if c.Breaker.TenantShare < 0 || c.Breaker.TenantShare > 1 {
+		add("breaker.tenant_share", "must be between 0 and 1 (0: the default)")
+	}
+	if c.Breaker.Window < 0 {
+		add("breaker.window", "must not be negative")
+	}
+	if c.Breaker.OpenFor < 0 {
+		add("breaker.open_for", "must not be negative")
 	}
 	switch c.Telemetry.Exporter {
 	case "none", "stdout", "otlp-http", "otlp-grpc":

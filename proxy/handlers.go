@@ -59,11 +59,7 @@ func fillList[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, c
 	t, f, o := r.who.tenant, r.format, s.renderOptions(&r, c.Detail())
 	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
 	err := s.serve(w, &r, k, func(ctx context.Context) ([]byte, bool, error) {
-		var items []T
-		err := s.call(ctx, &r, func(ctx context.Context) (err error) {
-			items, err = list(t.Backend, ctx, scope, *c)
-			return err
-		})
+		items, err := list(t.Backend, ctx, scope, *c)
 		if err != nil {
 			return answerOrFail(f, err, msgNotFound)
 		}
@@ -101,11 +97,7 @@ func fillOne[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, id
 	t, f, o := r.who.tenant, r.format, s.renderOptions(&r, normalize.Full)
 	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
 	err := s.serve(w, &r, k, func(ctx context.Context) ([]byte, bool, error) {
-		var item T
-		err := s.call(ctx, &r, func(ctx context.Context) (err error) {
-			item, err = get(t.Backend, ctx, scope, id)
-			return err
-		})
+		item, err := get(t.Backend, ctx, scope, id)
 		if err != nil {
 			return answerOrFail(f, err, notFound)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"listingproxy/cache"
 	"listingproxy/proxy"
+	"listingproxy/upstream/breaker"
 )
 
 // clock is a settable fake clock shared by the proxy and its cache.
@@ -25,7 +26,7 @@ func (c *clock) Add(d time.Duration) { c.ns.Add(int64(d)) }
 
 var policy = cache.Policy{TTL: time.Minute, StaleWhileRevalidate: time.Minute, StaleIfError: time.Hour, NegativeTTL: 10 * time.Second, FillTimeout: 5 * time.Second}
 
-func resilientServer(t *testing.T, fb *fakeBackend, clk *clock, br *cache.Breaker) *proxy.Server {
+func resilientServer(t *testing.T, fb *fakeBackend, clk *clock, br *breaker.Registry) *proxy.Server {
 	t.Helper()
 	s, _ := resilientServerCache(t, fb, clk, br)
 	return s
@@ -33,7 +34,7 @@ func resilientServer(t *testing.T, fb *fakeBackend, clk *clock, br *cache.Breake
 
 // resilientServerCache is resilientServer that also returns its cache, for
 // tests that watch its Stats.
-func resilientServerCache(t *testing.T, fb *fakeBackend, clk *clock, br *cache.Breaker) (*proxy.Server, *cache.Store) {
+func resilientServerCache(t *testing.T, fb *fakeBackend, clk *clock, br *breaker.Registry) (*proxy.Server, *cache.Store) {
 	t.Helper()
 	c, err := cache.New(cache.Options{MaxBytes: 64 << 20, Now: clk.Now})
 	if err != nil {
@@ -41,10 +42,18 @@ func resilientServerCache(t *testing.T, fb *fakeBackend, clk *clock, br *cache.B
 	}
 	t.Cleanup(c.Close)
 	o := proxy.Options{Cache: c, Now: clk.Now, Policy: func(string) cache.Policy { return policy }}
-	if br != nil {
-		o.Breakers = map[string]*cache.Breaker{"fake": br}
+	if br == nil {
+		return newServer(t, fb, o), c
 	}
-	return newServer(t, fb, o), c
+	b := br.Wrap(fb, breaker.Backend{Name: "fake", Limit: 4, Tenants: []string{"harbour", "summit"}})
+	s, err := proxy.New(testUsers(), []proxy.Tenant{
+		{Name: "harbour", Backend: b, BackendName: "fake", Upstream: "harbour"},
+		{Name: "summit", Backend: b, BackendName: "fake", Upstream: "summit"},
+	}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, c
 }
 
 // waitFor polls cond until it holds: it waits for an event, never for a
@@ -161,19 +170,32 @@ func TestBackendDownServesStaleThen503(t *testing.T) {
 	}
 }
 
+// TestOpenBreakerFailsFastAndNotFoundNeverTrips drives a backend behind the
+// breaker decorator through the proxy: not-found answers never count; once
+// harbour's failures open its breaker, harbour gets 503 with the breaker's
+// Retry-After and no backend call, and summit (same backend) is still
+// served.
 func TestOpenBreakerFailsFastAndNotFoundNeverTrips(t *testing.T) {
 	fb := newFake()
-	br := cache.NewBreaker(cache.BreakerOptions{Name: "fake", ConsecutiveFailures: 3, OpenFor: time.Hour, IsAnswer: func(err error) bool {
-		return strings.Contains(err.Error(), "not found")
-	}})
-	s := resilientServer(t, fb, newClock(), br)
+	clk := newClock()
+	br := breaker.NewRegistry(breaker.Options{Settings: breaker.Settings{ConsecutiveFailures: 3, OpenFor: time.Hour}, Now: clk.Now})
+	s := resilientServer(t, fb, clk, br)
+	state := func(tenant string) breaker.State {
+		for _, st := range br.States() {
+			if st.Tenant == tenant {
+				return st.State
+			}
+		}
+		t.Fatalf("no breaker for %q", tenant)
+		return 0
+	}
 	for i := range 10 { // not-found answers never count as failures
 		if w := get(s, "GET", "harbour", "/au/properties/"+string(rune('5'+i%3))+"00.json"); w.Code != 200 {
 			t.Fatalf("not found: status %d", w.Code)
 		}
 	}
-	if br.State() != cache.StateClosed {
-		t.Fatalf("breaker %v after not-found answers, want closed", br.State())
+	if st := state("harbour"); st != breaker.StateClosed {
+		t.Fatalf("breaker %v after not-found answers, want closed", st)
 	}
 	fb.mu.Lock()
 	fb.fail = errors.New("timeout")
@@ -181,19 +203,26 @@ func TestOpenBreakerFailsFastAndNotFoundNeverTrips(t *testing.T) {
 	for _, q := range []string{"a", "b", "c"} {
 		get(s, "GET", "harbour", "/au/properties.json?street_name="+q)
 	}
-	if br.State() != cache.StateOpen {
-		t.Fatalf("breaker %v after 3 failures, want open", br.State())
+	if st := state("harbour"); st != breaker.StateOpen {
+		t.Fatalf("breaker %v after 3 failures, want open", st)
 	}
 	before := fb.calls.Load()
+	clk.Add(20 * time.Minute)
 	w := get(s, "GET", "harbour", "/au/properties.json?street_name=d")
 	if w.Code != http.StatusServiceUnavailable {
 		t.Errorf("status %d while open, want 503", w.Code)
 	}
-	if ra := w.Header().Get("Retry-After"); ra == "" || ra == "0" {
-		t.Errorf("Retry-After = %q, want the breaker's remaining open time", ra)
+	if ra := w.Header().Get("Retry-After"); ra != "2400" {
+		t.Errorf("Retry-After = %q, want 2400 (the breaker's remaining 40 minutes)", ra)
 	}
 	if fb.calls.Load() != before {
 		t.Error("an open breaker still called the backend")
+	}
+	fb.mu.Lock()
+	fb.fail = nil
+	fb.mu.Unlock()
+	if w := get(s, "GET", "summit", "/au/properties.json?street_name=d"); w.Code != http.StatusOK {
+		t.Errorf("other tenant of the same backend: status %d, want 200", w.Code)
 	}
 }
 

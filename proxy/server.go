@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
@@ -36,7 +35,7 @@ import (
 type Tenant struct {
 	Name        string           // the tenant's name in listingproxy (cache key, logs)
 	Backend     upstream.Backend // where its data lives
-	BackendName string           // for breakers, logs and metrics
+	BackendName string           // for logs and metrics
 	Upstream    string           // the tenant's identity at the backend (Scope.Tenant)
 	// RateLimit bounds the tenant's API requests (all of them, cache hits
 	// included); past it the answer is 429. The zero Limit: none.
@@ -46,7 +45,7 @@ type Tenant struct {
 }
 
 // Options are the optional knobs of a Server. The zero value works: no cache,
-// no breaker, countries au and nz, 1000 results at most.
+// countries au and nz, 1000 results at most.
 type Options struct {
 	// Countries maps each served country segment to its time zone. Default:
 	// au (Australia/Sydney) and nz (Pacific/Auckland).
@@ -60,9 +59,6 @@ type Options struct {
 	// "property", "agents", "agent"). Default: 60s TTL, 5m
 	// stale-while-revalidate, 1h stale-if-error, 10s negative, 10s fill.
 	Policy func(resource string) cache.Policy
-	// Breakers holds a circuit breaker per backend name. A backend without
-	// one is called directly.
-	Breakers map[string]*cache.Breaker
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 	// Logger receives the detail of failed requests, at debug level.
@@ -70,7 +66,7 @@ type Options struct {
 	// Observe hook's business.)
 	Logger *slog.Logger
 	// TracerProvider makes the spans of a request: proxy.authenticate,
-	// proxy.normalize, cache.lookup and proxy.breaker, children of the span
+	// proxy.normalize and cache.lookup, children of the span
 	// in the request's context (the HTTP server span). Nil: no spans, and
 	// no tracing cost on the hit path.
 	TracerProvider trace.TracerProvider
@@ -117,9 +113,6 @@ type RequestInfo struct {
 type ReloadOptions struct {
 	// Policy replaces Options.Policy.
 	Policy func(resource string) cache.Policy
-	// Breakers replaces Options.Breakers (an empty, non-nil map removes
-	// every breaker).
-	Breakers map[string]*cache.Breaker
 }
 
 // Server is the listing API as an http.Handler.
@@ -140,15 +133,14 @@ type Server struct {
 
 	// live holds what Reload may replace. A request loads it once and
 	// uses that snapshot throughout, so a reload never mixes old users with
-	// new breakers within one request.
+	// a new policy within one request.
 	live atomic.Pointer[settings]
 }
 
 // settings are a Server's reloadable parts; never modified once published.
 type settings struct {
-	auth     *authenticator
-	policy   func(string) cache.Policy
-	breakers map[string]*cache.Breaker
+	auth   *authenticator
+	policy func(string) cache.Policy
 }
 
 // New returns the listing API for the given users and tenants.
@@ -184,7 +176,7 @@ func New(users []User, tenants []Tenant, o Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.guard = newAuthGuard(o.Auth, s.now)
-	st := &settings{auth: newAuthenticator(users, tm, s.guard), policy: o.Policy, breakers: o.Breakers}
+	st := &settings{auth: newAuthenticator(users, tm, s.guard), policy: o.Policy}
 	s.scopes = make(map[scopeKey]string)
 	for perms := range PermFull | PermPrices + 1 {
 		for country := range s.countries {
@@ -214,7 +206,7 @@ func checkUsers(users []User, tenants map[string]*Tenant) error {
 	return nil
 }
 
-// Reload replaces the users, and the policy and breakers when given, while
+// Reload replaces the users, and the policy when given, while
 // the Server is serving. The change is atomic: each request sees either the
 // old settings or the new ones. Verified credentials are forgotten (a
 // changed password takes effect at once). Tenants, countries and the cache
@@ -225,20 +217,13 @@ func (s *Server) Reload(users []User, o ReloadOptions) error {
 		return err
 	}
 	old := s.live.Load()
-	st := &settings{auth: newAuthenticator(users, s.tenants, s.guard), policy: o.Policy, breakers: o.Breakers}
+	st := &settings{auth: newAuthenticator(users, s.tenants, s.guard), policy: o.Policy}
 	if st.policy == nil {
 		st.policy = old.policy
-	}
-	if st.breakers == nil {
-		st.breakers = old.breakers
 	}
 	s.live.Store(st)
 	return nil
 }
-
-// Breakers returns the breakers in use, by backend name. The map must not be
-// modified.
-func (s *Server) Breakers() map[string]*cache.Breaker { return s.live.Load().breakers }
 
 // DefaultPolicy is the freshness policy when Options.Policy is nil.
 var DefaultPolicy = cache.Policy{
@@ -314,14 +299,8 @@ func (s *Server) api(format render.Format, h apiHandler) http.Handler {
 		}
 		var failure error
 		if err != nil {
-			status := classify(err).Status
-			if status >= 500 {
+			if classify(err).Status >= 500 {
 				failure = err
-			}
-			if rq.who != nil && status == http.StatusServiceUnavailable {
-				if b := rq.st.breakers[rq.who.tenant.BackendName]; b != nil && b.RetryAfter() > 0 {
-					w.Header().Set("Retry-After", strconv.Itoa(int(b.RetryAfter().Seconds())))
-				}
 			}
 			s.writeError(w, r, format, err)
 		}
@@ -386,15 +365,12 @@ func (s *Server) overLimit(w http.ResponseWriter, t *Tenant, d *denial) bool {
 // Span attributes set by the proxy.
 const (
 	attrTenant      = attribute.Key("listingproxy.tenant")
-	attrBackend     = attribute.Key("listingproxy.backend")
 	attrResource    = attribute.Key("listingproxy.resource")
 	attrAuthResult  = attribute.Key("listingproxy.auth.result")
 	attrAuthReason  = attribute.Key("listingproxy.auth.reason")
 	attrCacheResult = attribute.Key("listingproxy.cache.outcome")
 	attrMemo        = attribute.Key("listingproxy.criteria.memoised")
 	attrValid       = attribute.Key("listingproxy.criteria.valid")
-	attrState       = attribute.Key("listingproxy.breaker.state")
-	attrDecision    = attribute.Key("listingproxy.breaker.decision")
 )
 
 // noSpan is what startSpan returns when tracing is off: a no-op span that
@@ -424,7 +400,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, f render.For
 		s.log.DebugContext(r.Context(), "request failed", "path", r.URL.Path, "status", e.Status, "err", err)
 	}
 	if e.Status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
-		w.Header().Set("Retry-After", retryAfterSeconds)
+		w.Header().Set("Retry-After", unavailableRetryAfter(err))
 	}
 	var body []byte
 	if e.Fields != nil {
@@ -447,28 +423,16 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// call runs fn against the caller's backend through its breaker, if any, in
-// a proxy.breaker span that records the breaker's state and decision.
-func (s *Server) call(ctx context.Context, r *request, fn func(context.Context) error) error {
-	name := r.who.tenant.BackendName
-	b := r.st.breakers[name]
-	if b == nil {
-		return fn(ctx)
+// unavailableRetryAfter is the Retry-After value, in seconds, for an
+// unavailable backend: from the first error in err's chain that knows when
+// to retry (an open circuit breaker says when it lets a probe through),
+// else retryAfterSeconds. The proxy does not know what produced it.
+func unavailableRetryAfter(err error) string {
+	var ra interface{ RetryAfter() time.Duration }
+	if errors.As(err, &ra) {
+		if d := ra.RetryAfter(); d > 0 {
+			return retryAfter(d)
+		}
 	}
-	ctx, span := s.startSpan(ctx, "proxy.breaker")
-	if !span.IsRecording() {
-		err := b.Do(ctx, fn)
-		span.End()
-		return err
-	}
-	state := b.State()
-	err := b.Do(ctx, fn)
-	decision := "allowed"
-	if errors.Is(err, cache.ErrOpen) {
-		decision = "rejected"
-		span.SetStatus(codes.Error, "circuit breaker open")
-	}
-	span.SetAttributes(attrBackend.String(name), attrState.String(state.String()), attrDecision.String(decision))
-	span.End()
-	return err
+	return retryAfterSeconds
 }

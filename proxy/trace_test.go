@@ -17,6 +17,7 @@ import (
 	"listingproxy/cache"
 	"listingproxy/proxy"
 	"listingproxy/telemetry"
+	"listingproxy/upstream/breaker"
 )
 
 // tracedServer is the proxy as cmd wires it for tracing: otelhttp server
@@ -33,12 +34,12 @@ func tracedServer(t *testing.T, fb *fakeBackend) (http.Handler, *tracetest.InMem
 	}
 	t.Cleanup(c.Close)
 	b := telemetry.InstrumentBackend(fb, telemetry.BackendOptions{Name: "fake", Kind: "test", TracerProvider: tp})
+	b = breaker.NewRegistry(breaker.Options{TracerProvider: tp}).Wrap(b, breaker.Backend{Name: "fake"})
 	s, err := proxy.New(testUsers(), []proxy.Tenant{
 		{Name: "harbour", Backend: b, BackendName: "fake", Upstream: "harbour"},
 		{Name: "summit", Backend: b, BackendName: "fake", Upstream: "summit"},
 	}, proxy.Options{
 		Cache: c, Now: func() time.Time { return fixedNow }, TracerProvider: tp,
-		Breakers: map[string]*cache.Breaker{"fake": cache.NewBreaker(cache.BreakerOptions{Name: "fake"})},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +97,7 @@ func TestTraceOfAMissAndAHit(t *testing.T) {
   proxy.normalize
   cache.lookup [miss]
     cache.fill
-      proxy.breaker
+      breaker
         backend.GetProperty
 `
 	spans := exp.GetSpans()

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"listingproxy/cache"
+	"listingproxy/upstream/breaker"
 )
 
 // Metrics is listingproxy's Prometheus metric set. Counters the cache and
@@ -33,7 +34,8 @@ type Metrics struct {
 	// reason (timeout, canceled, error). Answers such as "not found" are
 	// not errors.
 	BackendErrors *prometheus.CounterVec
-	// BreakerTransitions counts breaker state changes by backend, from and to.
+	// BreakerTransitions counts breaker state changes by backend, tenant
+	// ("" for the backend-wide breaker), from and to.
 	BreakerTransitions *prometheus.CounterVec
 	// ConfigReloads counts configuration reloads by result (success,
 	// failure); see ConfigReloaded.
@@ -85,8 +87,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"backend", "operation", "reason"}),
 		BreakerTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "listingproxy_breaker_transitions_total",
-			Help: "Circuit breaker state changes, by backend and the states left and entered.",
-		}, []string{"backend", "from", "to"}),
+			Help: "Circuit breaker state changes, by backend, tenant (empty for the backend-wide breaker) and the states left and entered.",
+		}, []string{"backend", "tenant", "from", "to"}),
 		ConfigReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "listingproxy_config_reloads_total",
 			Help: "Configuration reloads (SIGHUP), by result: success or failure (the running configuration was kept).",
@@ -129,19 +131,22 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 // BreakerTransition counts a breaker state change; it has the signature of
-// cache.BreakerOptions.OnStateChange (and is safe to call under its lock).
-func (m *Metrics) BreakerTransition(backend string, from, to cache.State) {
-	m.BreakerTransitions.WithLabelValues(backend, from.String(), to.String()).Inc()
+// breaker.Options.OnStateChange (and is safe to call under its lock).
+func (m *Metrics) BreakerTransition(backend, tenant string, from, to breaker.State) {
+	m.BreakerTransitions.WithLabelValues(backend, tenant, from.String(), to.String()).Inc()
 }
 
-// InitBreaker exports backend's transition counters at zero, so that rates
-// and alerts work before its first transition.
-func (m *Metrics) InitBreaker(backend string) {
-	for _, t := range [][2]cache.State{
-		{cache.StateClosed, cache.StateOpen}, {cache.StateOpen, cache.StateHalfOpen},
-		{cache.StateHalfOpen, cache.StateClosed}, {cache.StateHalfOpen, cache.StateOpen},
-	} {
-		m.BreakerTransitions.WithLabelValues(backend, t[0].String(), t[1].String())
+// InitBreakers exports the transition counters of backend's breakers (the
+// backend-wide one and each tenant's) at zero, so that rates and alerts
+// work before their first transition.
+func (m *Metrics) InitBreakers(backend string, tenants []string) {
+	for _, tenant := range append([]string{""}, tenants...) {
+		for _, t := range [][2]breaker.State{
+			{breaker.StateClosed, breaker.StateOpen}, {breaker.StateOpen, breaker.StateHalfOpen},
+			{breaker.StateHalfOpen, breaker.StateClosed}, {breaker.StateHalfOpen, breaker.StateOpen},
+		} {
+			m.BreakerTransitions.WithLabelValues(backend, tenant, t[0].String(), t[1].String())
+		}
 	}
 }
 
@@ -150,11 +155,10 @@ func (m *Metrics) WatchCache(stats func() cache.Stats) error {
 	return m.reg.Register(&cacheCollector{stats: stats})
 }
 
-// WatchBreakers registers listingproxy_breaker_state, read from the
-// breakers that breakers returns at each scrape (it may change after a
-// reload).
-func (m *Metrics) WatchBreakers(breakers func() map[string]*cache.Breaker) error {
-	return m.reg.Register(&breakerCollector{breakers: breakers})
+// WatchBreakers registers listingproxy_breaker_state and the bulkhead
+// gauges, read from states (breaker.Registry.States) at each scrape.
+func (m *Metrics) WatchBreakers(states func() []breaker.Status) error {
+	return m.reg.Register(&breakerCollector{states: states})
 }
 
 var (
@@ -179,7 +183,12 @@ var (
 	descCacheRejects = prometheus.NewDesc("listingproxy_cache_admission_rejects_total",
 		"Entries refused at admission or too large to keep.", nil, nil)
 	descBreakerState = prometheus.NewDesc("listingproxy_breaker_state",
-		"1 for the state each backend's circuit breaker is in, 0 for the others.", []string{"backend", "state"}, nil)
+		"1 for the state each circuit breaker is in, 0 for the others; by backend and tenant (empty for the backend-wide breaker).",
+		[]string{"backend", "tenant", "state"}, nil)
+	descBulkheadInFlight = prometheus.NewDesc("listingproxy_bulkhead_in_flight",
+		"Backend calls of a tenant holding one of its bulkhead slots.", []string{"backend", "tenant"}, nil)
+	descBulkheadSlots = prometheus.NewDesc("listingproxy_bulkhead_slots",
+		"Concurrent backend calls a tenant may make (its share of the backend's concurrency).", []string{"backend", "tenant"}, nil)
 )
 
 type cacheCollector struct{ stats func() cache.Stats }
@@ -220,20 +229,27 @@ func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 type breakerCollector struct {
-	breakers func() map[string]*cache.Breaker
+	states func() []breaker.Status
 }
 
-func (c *breakerCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descBreakerState }
+func (c *breakerCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descBreakerState
+	ch <- descBulkheadInFlight
+	ch <- descBulkheadSlots
+}
 
 func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
-	for name, b := range c.breakers() {
-		now := b.State()
-		for _, s := range []cache.State{cache.StateClosed, cache.StateHalfOpen, cache.StateOpen} {
+	for _, st := range c.states() {
+		for _, s := range breaker.AllStates {
 			v := 0.0
-			if s == now {
+			if s == st.State {
 				v = 1
 			}
-			ch <- prometheus.MustNewConstMetric(descBreakerState, prometheus.GaugeValue, v, name, s.String())
+			ch <- prometheus.MustNewConstMetric(descBreakerState, prometheus.GaugeValue, v, st.Backend, st.Tenant, s.String())
+		}
+		if st.Slots > 0 {
+			ch <- prometheus.MustNewConstMetric(descBulkheadInFlight, prometheus.GaugeValue, float64(st.InFlight), st.Backend, st.Tenant)
+			ch <- prometheus.MustNewConstMetric(descBulkheadSlots, prometheus.GaugeValue, float64(st.Slots), st.Backend, st.Tenant)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -20,6 +19,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"listingproxy/config"
+	"listingproxy/upstream"
+	"listingproxy/upstream/breaker"
 )
 
 func adminGet(t *testing.T, a *app, path string) *httptest.ResponseRecorder {
@@ -29,13 +30,32 @@ func adminGet(t *testing.T, a *app, path string) *httptest.ResponseRecorder {
 	return w
 }
 
-// tripBreaker opens the demo backend's breaker with failing calls.
-func tripBreaker(t *testing.T, a *app) {
+// tripBreaker opens the demo backend's backend-wide breaker: n calls of
+// tenant harbour through its breakers fail as a backend refusing
+// connections does (a refused dial counts for the backend whoever calls).
+func tripBreaker(t *testing.T, a *app, n int) {
 	t.Helper()
-	b := a.srv.Breakers()["demo"]
-	for range 5 {
-		_ = b.Do(context.Background(), func(context.Context) error { return errors.New("backend down") })
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	down := upstream.Wrap(nil, func(context.Context, upstream.Call, func(context.Context) error) error { return refused })
+	b := a.breakers.Wrap(down, breaker.Backend{Name: "demo"}) // shares demo's breakers
+	for range n {
+		if _, err := b.GetAgent(context.Background(), upstream.Scope{Tenant: "harbour", Country: "au"}, 1); err == nil {
+			t.Fatal("a refused call succeeded")
+		}
 	}
+}
+
+// breakerState is the state of the demo backend's breaker for tenant (""
+// for the backend-wide one).
+func breakerState(t *testing.T, a *app, tenant string) string {
+	t.Helper()
+	for _, st := range a.breakers.States() {
+		if st.Backend == "demo" && st.Tenant == tenant {
+			return st.State.String()
+		}
+	}
+	t.Fatalf("no breaker demo/%s", tenant)
+	return ""
 }
 
 // TestMetricsFamilies scrapes /metrics after a miss, a hit, a failed login
@@ -45,7 +65,7 @@ func TestMetricsFamilies(t *testing.T) {
 	demoGet(t, a.handler, "harbour", "/au/properties.json?limit=2")
 	demoGet(t, a.handler, "harbour", "/au/properties.json?limit=2")
 	demoGet(t, a.handler, "", "/au/properties.json?limit=2")
-	tripBreaker(t, a)
+	tripBreaker(t, a, 5)
 
 	w := adminGet(t, a, "/metrics")
 	if w.Code != 200 {
@@ -68,10 +88,15 @@ func TestMetricsFamilies(t *testing.T) {
 		`listingproxy_cache_coalesced_waiters_total 0`,
 		`listingproxy_cache_loader_calls_total 1`,
 		`listingproxy_cache_errors_total 0`,
-		`listingproxy_breaker_state{backend="demo",state="open"} 1`,
-		`listingproxy_breaker_state{backend="demo",state="closed"} 0`,
-		`listingproxy_breaker_transitions_total{backend="demo",from="closed",to="open"} 1`,
-		`listingproxy_breaker_transitions_total{backend="demo",from="open",to="half-open"} 0`,
+		`listingproxy_breaker_state{backend="demo",state="open",tenant=""} 1`,
+		`listingproxy_breaker_state{backend="demo",state="closed",tenant=""} 0`,
+		`listingproxy_breaker_state{backend="demo",state="open",tenant="harbour"} 1`,
+		`listingproxy_breaker_state{backend="demo",state="closed",tenant="summit"} 1`,
+		`listingproxy_breaker_transitions_total{backend="demo",from="closed",tenant="",to="open"} 1`,
+		`listingproxy_breaker_transitions_total{backend="demo",from="open",tenant="",to="half-open"} 0`,
+		`listingproxy_breaker_transitions_total{backend="demo",from="closed",tenant="summit",to="open"} 0`,
+		`listingproxy_bulkhead_slots{backend="demo",tenant="harbour"} 2`,
+		`listingproxy_bulkhead_in_flight{backend="demo",tenant="harbour"} 0`,
 		`listingproxy_backend_request_duration_seconds_count{backend="demo",operation="ListProperties"} 1`,
 		`listingproxy_backend_errors_total{backend="demo",operation="ListProperties",reason="timeout"} 0`,
 		`go_goroutines `,
@@ -93,7 +118,7 @@ func TestReadyzIgnoresBreakers(t *testing.T) {
 	if w := adminGet(t, a, "/readyz"); w.Code != 200 {
 		t.Fatalf("/readyz before: %d %s", w.Code, w.Body)
 	}
-	tripBreaker(t, a)
+	tripBreaker(t, a, 5)
 	if w := adminGet(t, a, "/readyz"); w.Code != 200 {
 		t.Errorf("/readyz with an open breaker: %d %q, want 200", w.Code, w.Body)
 	}
@@ -155,7 +180,7 @@ func TestCRMCallsCarryTraceparent(t *testing.T) {
 	for _, s := range exp.GetSpans() {
 		names = append(names, s.Name)
 	}
-	for _, want := range []string{"HTTP GET", "backend.GetProperty", "proxy.breaker", "cache.fill", "cache.lookup", "GET /{country}/properties/{file}"} {
+	for _, want := range []string{"HTTP GET", "backend.GetProperty", "breaker", "cache.fill", "cache.lookup", "GET /{country}/properties/{file}"} {
 		if !strings.Contains(strings.Join(names, ","), want) {
 			t.Errorf("spans %v lack %s", names, want)
 		}
@@ -345,14 +370,14 @@ func TestRunReloadsOnSIGHUPAndFlushesOnShutdown(t *testing.T) {
 // need a restart are reported, not applied.
 func TestReloadBreakersAndRestartKeys(t *testing.T) {
 	a := newDemoApp(t)
-	before := a.srv.Breakers()["demo"]
+	tripBreaker(t, a, 5)
 	same := *a.cfg
 	same.Users = a.cfg.Users[1:]
 	if restart, err := a.reload(&same); err != nil || len(restart) != 0 {
 		t.Fatalf("reload = %v, %v; want no restart keys, no error", restart, err)
 	}
-	if a.srv.Breakers()["demo"] != before {
-		t.Error("unchanged breaker settings replaced the breaker")
+	if got := breakerState(t, a, ""); got != "open" {
+		t.Errorf("after a reload with unchanged breaker settings: %s, want still open", got)
 	}
 	changed := *a.cfg
 	changed.Breaker.Failures = 2
@@ -361,15 +386,12 @@ func TestReloadBreakersAndRestartKeys(t *testing.T) {
 	if err != nil || strings.Join(restart, ",") != "listen" {
 		t.Fatalf("reload = %v, %v; want restart keys [listen]", restart, err)
 	}
-	b := a.srv.Breakers()["demo"]
-	if b == before {
-		t.Fatal("changed breaker settings kept the old breaker")
+	if got := breakerState(t, a, ""); got != "closed" {
+		t.Fatalf("after a reload with changed breaker settings: %s, want a fresh closed breaker", got)
 	}
-	for range 2 {
-		_ = b.Do(context.Background(), func(context.Context) error { return errors.New("down") })
-	}
-	if b.State().String() != "open" {
-		t.Errorf("new breaker after 2 failures: %s, want open (failures: 2 applied)", b.State())
+	tripBreaker(t, a, 2)
+	if got := breakerState(t, a, ""); got != "open" {
+		t.Errorf("new breaker after 2 failures: %s, want open (failures: 2 applied)", got)
 	}
 	if a.cfg.Listen == "127.0.0.1:1" {
 		t.Error("the running config records a listen address that was not applied")

@@ -19,12 +19,10 @@ func (a *app) reload(next *config.Config) (restart []string, err error) {
 	if a.cache != nil && !next.Cache.Disabled {
 		o.Policy = policies(next.Cache)
 	}
-	if next.Breaker != a.cfg.Breaker {
-		o.Breakers = a.breakers(next.Breaker)
-	}
 	if err := a.srv.Reload(proxyUsers(next.Users), o); err != nil {
 		return nil, err
 	}
+	a.breakers.Reload(breakerSettings(next.Breaker)) // a no-op when unchanged
 	restart = needsRestart(a.cfg, next)
 	a.cfg = withFixed(next, a.cfg)
 	return restart, nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -26,6 +27,7 @@ import (
 	"listingproxy/proxy"
 	"listingproxy/telemetry"
 	"listingproxy/upstream"
+	"listingproxy/upstream/breaker"
 	"listingproxy/upstream/crm"
 	"listingproxy/upstream/sqlstore"
 	"listingproxy/upstream/sqlstore/demo"
@@ -40,8 +42,10 @@ type app struct {
 	srv     *proxy.Server
 	tracing *telemetry.Tracing
 	metrics *telemetry.Metrics
-	errors  *telemetry.ErrorDigest // aggregated backend failures
-	log     *slog.Logger
+	// breakers are every backend's breakers and bulkheads.
+	breakers *breaker.Registry
+	errors   *telemetry.ErrorDigest // aggregated backend failures
+	log      *slog.Logger
 	// cfg is the configuration in force; only reload (one goroutine)
 	// replaces it.
 	cfg     *config.Config
@@ -125,24 +129,29 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	}
 	a.metrics.ConfigLoaded(now())
 
-	backends := map[string]upstream.Backend{}     // as opened: /readyz pings them
-	instrumented := map[string]upstream.Backend{} // what the proxy calls
+	a.breakers = breaker.NewRegistry(breaker.Options{
+		Settings: breakerSettings(cfg.Breaker), Now: now, TracerProvider: tp,
+		OnStateChange: func(backend, tenant string, from, to breaker.State) {
+			a.metrics.BreakerTransition(backend, tenant, from, to)
+			log.Warn("breaker state change", "backend", backend, "upstream_tenant", tenant, "from", from.String(), "to", to.String())
+		},
+	})
+	backends := map[string]upstream.Backend{}  // as opened: /readyz pings them
+	decorated := map[string]upstream.Backend{} // what the proxy calls
 	for _, name := range slices.Sorted(maps.Keys(cfg.Backends)) {
 		b, closer, err := openBackend(ctx, name, cfg, log, now, tp)
 		if err != nil {
 			return nil, err
 		}
-		backends[name] = b
-		instrumented[name] = telemetry.InstrumentBackend(b, telemetry.BackendOptions{
-			Name: name, Kind: cfg.Backends[name].Kind, TracerProvider: tp, Metrics: a.metrics,
-		})
 		a.closers = append(a.closers, closer)
+		backends[name] = b
+		decorated[name] = a.decorate(name, cfg, b, tp)
 	}
 
 	tenants := make([]proxy.Tenant, 0, len(cfg.Tenants))
 	for _, name := range slices.Sorted(maps.Keys(cfg.Tenants)) {
 		t := cfg.Tenants[name]
-		pt := proxy.Tenant{Name: name, Backend: instrumented[t.Backend], BackendName: t.Backend, Upstream: t.UpstreamTenant}
+		pt := proxy.Tenant{Name: name, Backend: decorated[t.Backend], BackendName: t.Backend, Upstream: t.UpstreamTenant}
 		if rl := t.RateLimit; rl != nil {
 			pt.RateLimit = proxy.Limit{PerSecond: rl.RequestsPerSecond, Burst: rl.Burst}
 			a.metrics.InitTenantLimit(name)
@@ -188,13 +197,12 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	}
 	purged := func(p telemetry.Purge) { a.metrics.Purged(now(), p) }
 	a.closers = append(a.closers, watchChanges(cfg, backends, a.cache, log, purged))
-	opts.Breakers = a.breakers(cfg.Breaker)
 
 	a.srv, err = proxy.New(users, tenants, opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := a.metrics.WatchBreakers(a.srv.Breakers); err != nil {
+	if err := a.metrics.WatchBreakers(a.breakers.States); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	// Outermost first: the drain's Connection: close goes on every
@@ -208,7 +216,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		Logger: log, Metrics: a.metrics, TrustedProxies: trusted, Errors: a.errors,
 	})(a.srv), tp))
 	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
-	a.admin = adminHandler(cfg, a.cache, backends, a.srv.Breakers, metrics, purged, &a.draining)
+	a.admin = adminHandler(cfg, a.cache, backends, a.breakers.States, metrics, purged, &a.draining)
 	return a, nil
 }
 
@@ -219,14 +227,38 @@ func (a *app) flushTraces(ctx context.Context) {
 	}
 }
 
-// breakers makes a fresh breaker per backend with settings c.
-func (a *app) breakers(c config.Breaker) map[string]*cache.Breaker {
-	m := make(map[string]*cache.Breaker, len(a.cfg.Backends))
-	for name := range a.cfg.Backends {
-		m[name] = cache.NewBreaker(breakerOptions(name, c, a.log, a.metrics))
-		a.metrics.InitBreaker(name)
+// decorate is the one place a backend's decorators are composed. From the
+// inside out:
+//
+//  1. telemetry: the backend.* span, latency and errors of the backend
+//     call alone (a call the breaker refuses never reaches the backend,
+//     so it is not a backend error);
+//  2. breakers and bulkheads (upstream/breaker): per tenant and backend;
+//     their "breaker" span is the parent of the backend span, and a wait
+//     for a bulkhead slot is outside the backend's latency.
+//
+// A new concern (a shared second tier, a per-tenant limit) is one more
+// upstream.Wrap here, at the place its order says.
+func (a *app) decorate(name string, cfg *config.Config, b upstream.Backend, tp trace.TracerProvider) upstream.Backend {
+	be := cfg.Backends[name]
+	b = telemetry.InstrumentBackend(b, telemetry.BackendOptions{Name: name, Kind: be.Kind, TracerProvider: tp, Metrics: a.metrics})
+	var upstreams []string
+	for _, tn := range slices.Sorted(maps.Keys(cfg.Tenants)) {
+		if t := cfg.Tenants[tn]; t.Backend == name && !slices.Contains(upstreams, t.UpstreamTenant) {
+			upstreams = append(upstreams, t.UpstreamTenant)
+		}
 	}
-	return m
+	a.metrics.InitBreakers(name, upstreams)
+	return a.breakers.Wrap(b, breaker.Backend{Name: name, Limit: concurrency(be), Tenants: upstreams})
+}
+
+// concurrency is a backend's own concurrency limit, which the bulkheads
+// share out: the SQL pool size, or the CRM's concurrent calls.
+func concurrency(b config.Backend) int {
+	if b.Kind == config.KindCRM {
+		return cmp.Or(b.MaxConcurrency, crm.DefaultMaxConcurrency)
+	}
+	return b.MaxOpenConns
 }
 
 // trustedProxies returns server.trusted_proxies, which config validated.
@@ -461,24 +493,21 @@ func policies(c config.Cache) func(string) cache.Policy {
 	return func(resource string) cache.Policy { return m[resource] }
 }
 
-func breakerOptions(name string, c config.Breaker, log *slog.Logger, m *telemetry.Metrics) cache.BreakerOptions {
-	return cache.BreakerOptions{
-		Name: name, ConsecutiveFailures: c.Failures, FailureRatio: c.FailureRatio, MinRequests: c.MinRequests,
-		Window: c.Window.D(), OpenFor: c.OpenFor.D(), HalfOpenProbes: c.HalfOpenProbes,
-		IsAnswer: upstream.IsAnswer,
-		OnStateChange: func(name string, from, to cache.State) {
-			m.BreakerTransition(name, from, to)
-			log.Warn("breaker state change", "backend", name, "from", from.String(), "to", to.String())
-		},
+// breakerSettings turns the configuration into the breakers' settings;
+// zero fields take upstream/breaker's defaults.
+func breakerSettings(c config.Breaker) breaker.Settings {
+	return breaker.Settings{
+		ConsecutiveFailures: c.Failures, FailureRatio: c.FailureRatio, MinRequests: c.MinRequests,
+		Window: c.Window.D(), OpenFor: c.OpenFor.D(), HalfOpenProbes: c.HalfOpenProbes, TenantShare: c.TenantShare,
 	}
 }
 
 // adminHandler serves the operator endpoints on the admin listener:
 // /healthz (the process answers), /readyz (it can serve: not draining),
 // /metrics, and behind the admin credentials /debug/pprof and POST
-// /cache/purge. breakers returns the breakers in force (a reload may
-// replace them).
-func adminHandler(cfg *config.Config, store *cache.Store, backends map[string]upstream.Backend, breakers func() map[string]*cache.Breaker, metrics http.Handler, purged func(telemetry.Purge), draining *atomic.Bool) http.Handler {
+// /cache/purge. breakers lists the breakers' states
+// (breaker.Registry.States).
+func adminHandler(cfg *config.Config, store *cache.Store, backends map[string]upstream.Backend, breakers func() []breaker.Status, metrics http.Handler, purged func(telemetry.Purge), draining *atomic.Bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")

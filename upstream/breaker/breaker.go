@@ -106,12 +106,11 @@ const (
 // value is usable.
 type Settings struct {
 	// ConsecutiveFailures trips a breaker after that many counted failures
-	// in a row. Default DefaultConsecutiveFailures (5) when FailureRatio is
-	// also zero; zero otherwise (ratio only).
+	// in a row. Default DefaultConsecutiveFailures (5).
 	ConsecutiveFailures uint32
-	// FailureRatio, when positive, trips a breaker once failures make up at
-	// least this share of the counted calls in the window, provided there
-	// were at least MinRequests of them.
+	// FailureRatio, when positive, also trips a breaker once failures make
+	// up at least this share of the counted calls in the window, provided
+	// there were at least MinRequests of them.
 	FailureRatio float64
 	// MinRequests is the fewest counted calls in the window before
 	// FailureRatio applies. Default DefaultMinRequests (20).
@@ -136,7 +135,7 @@ type Settings struct {
 
 // WithDefaults returns s with its zero fields set to the defaults.
 func (s Settings) WithDefaults() Settings {
-	if s.ConsecutiveFailures == 0 && s.FailureRatio <= 0 {
+	if s.ConsecutiveFailures == 0 {
 		s.ConsecutiveFailures = DefaultConsecutiveFailures
 	}
 	if s.MinRequests == 0 {
@@ -405,7 +404,7 @@ func (gen *generation) newCell(tenant string, h *history) *cell {
 		BucketPeriod: max(s.Window/10, time.Millisecond),
 		Timeout:      s.OpenFor,
 		ReadyToTrip: func(n gobreaker.Counts) bool {
-			if s.ConsecutiveFailures > 0 && n.ConsecutiveFailures >= s.ConsecutiveFailures {
+			if n.ConsecutiveFailures >= s.ConsecutiveFailures {
 				return true
 			}
 			counted := n.TotalSuccesses + n.TotalFailures

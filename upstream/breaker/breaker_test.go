@@ -544,10 +544,6 @@ func TestDefaults(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
-	ratio := breaker.Settings{FailureRatio: 0.5}.WithDefaults()
-	if ratio.ConsecutiveFailures != 0 {
-		t.Errorf("with a ratio, ConsecutiveFailures = %d, want 0 (ratio only)", ratio.ConsecutiveFailures)
-	}
 	for s, want := range map[breaker.State]string{breaker.StateClosed: "closed", breaker.StateHalfOpen: "half-open", breaker.StateOpen: "open", 9: "unknown"} {
 		if s.String() != want {
 			t.Errorf("State(%d) = %q, want %q", s, s, want)

@@ -1,0 +1,47 @@
+package breaker_test
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"listingproxy/upstream/breaker"
+)
+
+// TestDocumentedBreakerDefaults: the defaults docs/configuration.md lists
+// for breaker.* are this package's, the one source of them.
+func TestDocumentedBreakerDefaults(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for line := range strings.SplitSeq(string(doc), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 {
+			continue
+		}
+		key := strings.Trim(strings.TrimSpace(cells[1]), "`")
+		if strings.HasPrefix(key, "breaker.") && key != "breaker.*" {
+			got[key] = strings.TrimSpace(cells[2])
+		}
+	}
+	d := breaker.Settings{}.WithDefaults()
+	want := map[string]string{
+		"breaker.failures":         itoa(d.ConsecutiveFailures),
+		"breaker.failure_ratio":    "0 (off)",
+		"breaker.min_requests":     itoa(d.MinRequests),
+		"breaker.window":           d.Window.String(),
+		"breaker.open_for":         d.OpenFor.String(),
+		"breaker.half_open_probes": itoa(d.HalfOpenProbes),
+		"breaker.tenant_share":     strconv.FormatFloat(d.TenantShare, 'g', -1, 64),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("docs/configuration.md breaker defaults (-package +docs):\n%s", diff)
+	}
+}
+
+func itoa(n uint32) string { return strconv.FormatUint(uint64(n), 10) }
