@@ -42,6 +42,9 @@ type Metrics struct {
 	ConfigReloads *prometheus.CounterVec
 	// Purges counts cache purges by source, kind and mode; see Purged.
 	Purges *prometheus.CounterVec
+	// TraceExportFailures counts span batches the trace exporter failed to
+	// deliver (TraceOptions.ExportFailed); their spans are lost.
+	TraceExportFailures prometheus.Counter
 
 	// lastReload is the last successful load's time and whether the last
 	// reload succeeded (listingproxy_config_last_reload_*).
@@ -105,6 +108,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "listingproxy_cache_purges_total",
 			Help: "Cache purges, by source (admin, notify), kind (tenant, resource, ...) and mode (hard, soft).",
 		}, []string{"source", "kind", "mode"}),
+		TraceExportFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "listingproxy_trace_export_failures_total",
+			Help: "Span batches the trace exporter failed to deliver to the collector (their spans are lost).",
+		}),
 	}
 	for _, result := range []string{"success", "failure"} {
 		m.ConfigReloads.WithLabelValues(result)
@@ -119,7 +126,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}, func() float64 { return 1 })
 	for _, c := range append(m.abuse.collectors(),
 		m.Requests, m.RequestDuration, m.AuthFailures, m.BackendDuration, m.BackendErrors, m.BreakerTransitions,
-		m.ConfigReloads, m.lastReloadOK, m.lastReloadTime, m.Purges, buildInfo, &tenantCollector{t: &m.tenants},
+		m.ConfigReloads, m.lastReloadOK, m.lastReloadTime, m.Purges, m.TraceExportFailures, buildInfo, &tenantCollector{t: &m.tenants},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	) {
