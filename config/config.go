@@ -107,6 +107,10 @@ type Auth struct {
 	FailuresPerAddress  FailureLimit `yaml:"failures_per_address"`
 	FailuresPerUsername FailureLimit `yaml:"failures_per_username"`
 	VerifiedEntries     int          `yaml:"verified_entries"` // verified headers remembered (least recently used go first); default 10000
+	// RefusalDelay holds a 429 of authentication (throttled, pool full)
+	// before it is sent, pacing a client that floods bad credentials;
+	// default 1s.
+	RefusalDelay Duration `yaml:"refusal_delay"`
 }
 
 // FailureLimit is a token bucket of failed credential checks.

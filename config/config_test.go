@@ -232,6 +232,7 @@ func TestAbuseLimits(t *testing.T) {
 			FailuresPerAddress:  config.FailureLimit{PerMinute: 30, Burst: 10},
 			FailuresPerUsername: config.FailureLimit{PerMinute: 10, Burst: 5},
 			VerifiedEntries:     10000,
+			RefusalDelay:        config.Duration(time.Second),
 		}
 		if diff := cmp.Diff(want, cfg.Auth); diff != "" {
 			t.Errorf("auth defaults (-want +got):\n%s", diff)

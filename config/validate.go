@@ -117,6 +117,7 @@ func (c *Config) ApplyDefaults() {
 	if c.Auth.VerifiedEntries == 0 {
 		c.Auth.VerifiedEntries = 10000
 	}
+	defD(&c.Auth.RefusalDelay, time.Second)
 	def(&c.Telemetry.ServiceName, "listingproxy")
 	def(&c.Telemetry.Exporter, "none")
 	if c.Telemetry.SampleRatio == nil {

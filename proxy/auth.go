@@ -89,6 +89,12 @@ type AuthOptions struct {
 	// ClientIP finds the client address of a request for AddressFailures.
 	// The zero value uses the TCP peer.
 	ClientIP clientip.Resolver
+	// RefusalDelay holds a 429 of authentication (throttled, pool full)
+	// this long before it is sent, so that a client flooding bad
+	// credentials waits instead of spending the CPU of legitimate callers
+	// on refusals. It costs a parked goroutine, no CPU. Default 1s;
+	// negative: none.
+	RefusalDelay time.Duration
 	// Compare checks a password against its hash. Default
 	// bcrypt.CompareHashAndPassword; tests replace it to count or hold
 	// checks.
@@ -99,6 +105,7 @@ type AuthOptions struct {
 const (
 	defaultAuthQueue       = 8
 	defaultVerifiedEntries = 10000
+	defaultRefusalDelay    = time.Second
 	// failedEntries bounds the remembered failed headers; they live apart
 	// from verified ones, so a flood of bad headers evicts only bad ones.
 	failedEntries = 4096
@@ -145,6 +152,7 @@ type authGuard struct {
 	usernames *bucketTable[string]
 	verified  int // memo size of each authenticator
 	compare   func(hash, password []byte) error
+	delay     time.Duration // RefusalDelay
 }
 
 func newAuthGuard(o AuthOptions, now func() time.Time) *authGuard {
@@ -162,6 +170,7 @@ func newAuthGuard(o AuthOptions, now func() time.Time) *authGuard {
 		usernames: newBucketTable[string](orLimit(o.UsernameFailures, defaultUsernameFailures), maxBuckets),
 		verified:  cmp.Or(max(o.VerifiedEntries, 0), defaultVerifiedEntries),
 		compare:   o.Compare,
+		delay:     max(cmp.Or(o.RefusalDelay, defaultRefusalDelay), 0),
 	}
 	if g.compare == nil {
 		g.compare = bcrypt.CompareHashAndPassword
@@ -239,7 +248,7 @@ func (a *authenticator) authenticate(r *http.Request) (*principal, denial) {
 		return nil, denial{reason: RejectMissing}
 	}
 	if len(h) != 1 || len(h[0]) > maxHeader {
-		return nil, denial{reason: RejectBad}
+		return a.slow(r, "", [32]byte{})
 	}
 	sum := sha256.Sum256([]byte(h[0]))
 	if p, ok := a.verified.get(sum); ok {
@@ -254,19 +263,30 @@ type outcome struct {
 	d denial
 }
 
-// slow checks a header not verified before.
+// slow checks a header not verified before ("" for one refused unread:
+// several Authorization headers, or one too long). Every failure takes a
+// token from the client address's bucket, even one that costs no bcrypt,
+// so that a client sending nothing but bad credentials is soon answered
+// 429 (and held for RefusalDelay) rather than as fast as it can send.
 func (a *authenticator) slow(r *http.Request, header string, sum [32]byte) (*principal, denial) {
-	name, pass, canonical, ok := parseBasic(header)
-	if !ok || len(name) > a.maxName || len(pass) > maxPassword || !utf8.ValidString(name) {
-		return nil, denial{reason: RejectBad}
-	}
-	if _, ok := a.failed.get(sum); ok {
-		return nil, denial{reason: RejectBad}
-	}
 	g := a.guard
 	now := g.now()
 	addr := bucketAddr(g.clientIP.Addr(r))
-	if wait := max(g.addresses.wait(addr, now), g.usernames.wait(name, now)); wait > 0 {
+	if wait := g.addresses.wait(addr, now); wait > 0 {
+		return nil, denial{reason: RejectThrottled, retryAfter: wait}
+	}
+	bad := func() (*principal, denial) {
+		g.addresses.fail(addr, now)
+		return nil, denial{reason: RejectBad}
+	}
+	name, pass, canonical, ok := parseBasic(header)
+	if !ok || len(name) > a.maxName || len(pass) > maxPassword || !utf8.ValidString(name) {
+		return bad()
+	}
+	if _, ok := a.failed.get(sum); ok {
+		return bad()
+	}
+	if wait := g.usernames.wait(name, now); wait > 0 {
 		return nil, denial{reason: RejectThrottled, retryAfter: wait}
 	}
 	v, _, _ := a.flight.Do(string(sum[:]), func() (any, error) {

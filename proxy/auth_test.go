@@ -42,6 +42,9 @@ func authServer(t *testing.T, o proxy.AuthOptions, clk *clock) (*proxy.Server, *
 	t.Helper()
 	c := &checks{}
 	o.Compare = c.compare
+	if o.RefusalDelay == 0 {
+		o.RefusalDelay = -1 // TestAuthRefusalDelay tests it
+	}
 	return newServer(t, newFake(), proxy.Options{Auth: o, Now: clk.Now}), c
 }
 
@@ -130,17 +133,49 @@ func TestAuthBadInput(t *testing.T) {
 	}
 }
 
-// TestAuthRepeatedFailureIsRemembered: the same wrong header again is a
-// 401 without another check, and does not use up the address's budget.
-func TestAuthRepeatedFailureIsRemembered(t *testing.T) {
-	s, c := authServer(t, proxy.AuthOptions{AddressFailures: proxy.Limit{PerSecond: 0.001, Burst: 1}}, newClock())
-	for i := range 5 {
-		if w := send(s, "/au/properties.json", "192.0.2.1:1", []string{basicRaw("harbour:wrong")}); w.Code != 401 {
-			t.Fatalf("attempt %d: status %d, want 401", i, w.Code)
-		}
+// TestAuthRepeatedFailure: the same wrong header again is a 401 without
+// another check, and malformed headers cost no check either; both still
+// spend the address's budget, so a client sending only those is soon
+// answered 429.
+func TestAuthRepeatedFailure(t *testing.T) {
+	tests := []struct {
+		name string
+		auth []string
+	}{
+		{"same wrong password", []string{basicRaw("harbour:wrong")}},
+		{"bad base64", []string{"Basic !!!"}},
+		{"two headers", []string{basic("harbour"), basic("summit")}},
 	}
-	if got := c.n.Load(); got != 1 {
-		t.Errorf("checks = %d, want 1", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, c := authServer(t, proxy.AuthOptions{AddressFailures: proxy.Limit{PerSecond: 0.001, Burst: 3}}, newClock())
+			var got []int
+			for range 5 {
+				got = append(got, send(s, "/au/properties.json", "192.0.2.1:1", tt.auth).Code)
+			}
+			if diff := cmp.Diff([]int{401, 401, 401, 429, 429}, got); diff != "" {
+				t.Errorf("statuses (-want +got):\n%s", diff)
+			}
+			if got := c.n.Load(); got > 1 {
+				t.Errorf("checks = %d, want at most 1", got)
+			}
+		})
+	}
+}
+
+// TestAuthRefusalDelay: a 429 of authentication is held for RefusalDelay
+// before it is sent (the lower bound only: a timer never fires early).
+func TestAuthRefusalDelay(t *testing.T) {
+	const delay = 50 * time.Millisecond
+	s, _ := authServer(t, proxy.AuthOptions{RefusalDelay: delay, AddressFailures: proxy.Limit{PerSecond: 0.001, Burst: 1}}, newClock())
+	send(s, "/au/properties.json", "192.0.2.1:1", []string{basicRaw("harbour:wrong")})
+	start := time.Now()
+	w := send(s, "/au/properties.json", "192.0.2.1:1", []string{basicRaw("harbour:wrong2")})
+	if w.Code != http.StatusTooManyRequests {
+		t.Fatalf("status %d, want 429", w.Code)
+	}
+	if took := time.Since(start); took < delay {
+		t.Errorf("429 sent after %v, want at least %v", took, delay)
 	}
 }
 

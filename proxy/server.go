@@ -285,7 +285,7 @@ func (s *Server) api(format render.Format, h apiHandler) http.Handler {
 		var err error
 		switch {
 		case rq.who == nil:
-			err = refuse(w, deny)
+			err = s.refuse(w, r, deny)
 		case rq.who.tenant.limiter != nil && s.overLimit(w, rq.who.tenant, &deny):
 			err = &Error{Status: http.StatusTooManyRequests, Message: msgTenantLimit}
 		default:
@@ -334,15 +334,24 @@ func (s *Server) authenticate(r *request) (*principal, denial) {
 }
 
 // refuse returns the error answering a request that was not authenticated,
-// with its headers: a 401 challenge, or a 429 with Retry-After.
-func refuse(w http.ResponseWriter, d denial) error {
+// with its headers: a 401 challenge, or a 429 with Retry-After, held for
+// the refusal delay first (or until the client goes).
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, d denial) error {
 	switch d.reason {
-	case RejectThrottled:
+	case RejectThrottled, RejectPoolFull:
+		if s.guard.delay > 0 {
+			t := time.NewTimer(s.guard.delay)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+			}
+		}
 		w.Header().Set("Retry-After", retryAfter(d.retryAfter))
+		if d.reason == RejectPoolFull {
+			return &Error{Status: http.StatusTooManyRequests, Message: msgBusy}
+		}
 		return &Error{Status: http.StatusTooManyRequests, Message: msgThrottled}
-	case RejectPoolFull:
-		w.Header().Set("Retry-After", retryAfter(d.retryAfter))
-		return &Error{Status: http.StatusTooManyRequests, Message: msgBusy}
 	}
 	w.Header().Set("WWW-Authenticate", `Basic realm="listings", charset="UTF-8"`)
 	return &Error{Status: http.StatusUnauthorized, Message: msgUnauthorized}

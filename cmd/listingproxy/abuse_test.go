@@ -21,7 +21,7 @@ func TestRunAbuseLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	edited := strings.Replace(string(raw), "harbour: {backend: demo}", "harbour: {backend: demo, rate_limit: {requests_per_second: 0.001, burst: 2}}", 1)
-	edited += "\nauth: {failures_per_address: {per_minute: 0.01, burst: 1}}\n"
+	edited += "\nauth: {failures_per_address: {per_minute: 0.01, burst: 1}, refusal_delay: 1ms}\n"
 	if err := os.WriteFile(cfgPath, []byte(edited), 0o600); err != nil {
 		t.Fatal(err)
 	}
