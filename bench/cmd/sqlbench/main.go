@@ -22,6 +22,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -117,6 +118,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	scopeList := fs.String("scopes", "harbour/au,summit/nz", "tenant/country scopes; each query runs in each, and p50/p99 are over all runs")
 	properties := fs.Int("properties", 1000000, "total properties the backends were seeded with")
 	agents := fs.Int("agents", 20000, "total agents the backends were seeded with")
+	only := fs.String("only", "", "run only the queries whose name matches this regular expression")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -139,7 +141,20 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	kinds := map[string]string{}
 	results := map[string][]result{} // by backend, in mix order
 	perProps, perAgents := *properties/4, *agents/4
-	queries := mix(scs[0], perProps, perAgents)
+	keep, err := regexp.Compile(*only)
+	if err != nil {
+		return fmt.Errorf("-only: %w", err)
+	}
+	mixOf := func(sc scope) []struct{ name, resource, query string } {
+		var ms []struct{ name, resource, query string }
+		for _, m := range mix(sc, perProps, perAgents) {
+			if keep.MatchString(m.name) {
+				ms = append(ms, m)
+			}
+		}
+		return ms
+	}
+	queries := mixOf(scs[0])
 	for _, name := range backends {
 		b, ok := cfg.Backends[name]
 		if !ok {
@@ -154,7 +169,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			var r result
 			var lat []time.Duration
 			for _, sc := range scs {
-				m := mix(sc, perProps, perAgents)[qi]
+				m := mixOf(sc)[qi]
 				c, err := parse(m.resource, m.query)
 				if err != nil {
 					st.Close()
