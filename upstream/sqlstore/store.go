@@ -11,7 +11,8 @@
 //
 // Semantics shared by every engine: everything is scoped by tenant and
 // country; ascending order puts NULLs first and compares text byte-wise, ties
-// broken by id; case-insensitive filters compare lower(column) with the
+// broken by id; an agent_id names an agent of the tenant and country (see
+// resolveAgents); case-insensitive filters compare lower(column) with the
 // lower-cased argument (lower() folds ASCII only on SQLite and under
 // PostgreSQL's "C" collation, which is enough for the demo's data).
 //
@@ -31,8 +32,9 @@
 // (within the caller's deadline) and in a span "sql.<statement>" carrying
 // only the engine and operation. A read that meets a dead connection drops
 // the pool's idle connections and is retried once, so a database restart
-// fails only the statements in flight. Explain shows the plan of a list
-// request's main statement.
+// fails only the statements in flight. Explain shows the plans of a list
+// request's statements, and PlanProblems what in them reads much more than
+// the page needs.
 //
 // Bulk loading and notifications. Seed streams the demo generator into the
 // database in batches (COPY on PostgreSQL, multi-row INSERTs elsewhere);
