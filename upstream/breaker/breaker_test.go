@@ -14,6 +14,7 @@ import (
 	"listingproxy/normalize"
 	"listingproxy/upstream"
 	"listingproxy/upstream/breaker"
+	"listingproxy/upstream/crm"
 )
 
 // fakeBackend answers each call with result(ctx, tenant) and counts calls
@@ -183,6 +184,35 @@ func TestTenantTimeoutsOpenOnlyItsBreaker(t *testing.T) {
 				t.Errorf("RetryAfter 4s later = %v, want 11s (rounded up)", err)
 			}
 		})
+	}
+}
+
+// TestCRMRefusingConnectionsOpensEveryTenant: the real CRM client against
+// a closed port: its refused dials are connection-level, so one tenant's
+// calls open the backend breaker for all.
+func TestCRMRefusingConnectionsOpensEveryTenant(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	c, err := crm.New(crm.Options{BaseURL: "http://" + addr, Credentials: map[string]crm.Credential{
+		"a": {Username: "a", Password: "pw"}, "b": {Username: "b", Password: "pw"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := breaker.NewRegistry(breaker.Options{})
+	b := r.Wrap(c, breaker.Backend{Name: "crm", Limit: 16, Tenants: []string{"a", "b"}})
+	for i := range breaker.DefaultConsecutiveFailures {
+		if err := list(b, "a"); err == nil || errors.Is(err, breaker.ErrOpen) {
+			t.Fatalf("call %d = %v, want the CRM's connection error", i, err)
+		}
+	}
+	var oe *breaker.OpenError
+	if err := list(b, "b"); !errors.As(err, &oe) || oe.Tenant != "" {
+		t.Errorf("tenant b after tenant a's refused calls = %v, want the backend breaker's *OpenError", err)
 	}
 }
 

@@ -84,7 +84,9 @@ func (c *Client) call(ctx context.Context, s upstream.Scope, q url.Values, path 
 		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 			return fmt.Errorf("%w: %s%v", errTimeout, what, err)
 		}
-		return fmt.Errorf("%w: %s%v", errRequest, what, err)
+		// The transport error stays in the chain (a refused dial is a
+		// connection-level failure to upstream/breaker).
+		return fmt.Errorf("%w: %s%w", errRequest, what, err)
 	}
 
 	select {

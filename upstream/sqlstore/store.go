@@ -322,7 +322,12 @@ func (s *Store) Ready() error {
 	}
 	s.notReadyMu.Lock()
 	defer s.notReadyMu.Unlock()
-	return fmt.Errorf("%w: %v", ErrNotReady, s.notReady)
+	if s.notReady == nil {
+		return ErrNotReady
+	}
+	// The cause stays in the chain: a refused dial is a connection-level
+	// failure to upstream/breaker (it opens the backend for every tenant).
+	return fmt.Errorf("%w: %w", ErrNotReady, s.notReady)
 }
 
 // detectHints chooses the FROM item of the page statements. On MySQL, when
