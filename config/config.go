@@ -191,7 +191,7 @@ type Server struct {
 type Telemetry struct {
 	ServiceName  string   `yaml:"service_name"`  // default listingproxy
 	Exporter     string   `yaml:"exporter"`      // none, stdout, otlp-http or otlp-grpc; default none
-	OTLPEndpoint string   `yaml:"otlp_endpoint"` // host:port; default from OTEL_EXPORTER_OTLP_ENDPOINT
+	OTLPEndpoint string   `yaml:"otlp_endpoint"` // URL (otlp-http: /v1/traces added when it has no path) or host:port; default from OTEL_EXPORTER_OTLP_ENDPOINT
 	SampleRatio  *float64 `yaml:"sample_ratio"`  // default 1.0; 0 samples no new traces
 }
 

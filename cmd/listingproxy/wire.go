@@ -111,21 +111,22 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		}
 	}()
 
+	reg := prometheus.NewRegistry()
+	if a.metrics, err = telemetry.NewMetrics(reg); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
 	tp := d.tracerProvider
 	if tp == nil {
 		a.tracing, err = telemetry.NewTracing(ctx, telemetry.TraceOptions{
 			ServiceName: cfg.Telemetry.ServiceName, Exporter: cfg.Telemetry.Exporter, Endpoint: cfg.Telemetry.OTLPEndpoint,
 			SampleRatio: *cfg.Telemetry.SampleRatio, Stdout: cmpWriter(d.stdout), Getenv: cmpGetenv(d.getenv),
+			Log: log, Now: now, ExportFailed: a.metrics.TraceExportFailures.Inc,
 		})
 		if err != nil {
 			return nil, err
 		}
 		a.closers = append(a.closers, func() { a.flushTraces(context.Background()) })
 		tp = a.tracing.Provider()
-	}
-	reg := prometheus.NewRegistry()
-	if a.metrics, err = telemetry.NewMetrics(reg); err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	a.metrics.ConfigLoaded(now())
 
