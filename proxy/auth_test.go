@@ -429,6 +429,22 @@ func TestAuthMemo(t *testing.T) {
 			t.Errorf("checks = %d, want 4 (each user evicts the other from a one-entry memo)", got)
 		}
 	})
+	t.Run("recently used users stay", func(t *testing.T) {
+		s, c := authServer(t, proxy.AuthOptions{VerifiedEntries: 2}, newClock())
+		checked := func(user string) int64 {
+			before := c.n.Load()
+			if w := send(s, "/au/agents.json", "192.0.2.1:1", []string{basic(user)}); w.Code != 200 {
+				t.Fatalf("%s: status %d", user, w.Code)
+			}
+			return c.n.Load() - before
+		}
+		got := []int64{checked("harbour"), checked("summit"), checked("harbour"), checked("harbour-2"), checked("harbour"), checked("summit")}
+		// harbour, used since the memo filled, is kept when harbour-2
+		// needs room; summit, unused, goes.
+		if diff := cmp.Diff([]int64{1, 1, 0, 1, 0, 1}, got); diff != "" {
+			t.Errorf("checks per request (-want +got):\n%s", diff)
+		}
+	})
 	t.Run("a non-canonical spelling is checked each time", func(t *testing.T) {
 		s, c := authServer(t, proxy.AuthOptions{}, newClock())
 		odd := basic("harbour") + " "

@@ -55,9 +55,8 @@ func (c *clockMemo[V]) get(k [32]byte) (V, bool) {
 func (c *clockMemo[V]) put(k [32]byte, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e := c.m[k]; e != nil {
-		e.v = v
-		return
+	if c.m[k] != nil {
+		return // an entry is immutable once published (readers hold it unlocked); the old one is as good
 	}
 	if len(c.ring) < c.max {
 		c.ring = append(c.ring, k)
