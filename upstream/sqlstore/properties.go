@@ -104,8 +104,13 @@ func (s *Store) properties(ctx context.Context, sc upstream.Scope, r propertyReq
 }
 
 // defaultMaxLinked is the most properties an agent_id filter is resolved to
-// before the page statement (see resolveAgents): one IN list.
-const defaultMaxLinked = maxInList
+// before the page statement (see resolveAgents). Looking L properties up
+// costs L key lookups; walking a scope of S properties for a page of 20
+// costs about 20 x S/L rows, each with a probe of its links; the two meet
+// near L = sqrt(20 x S), 2,236 for the 250,000 properties of a scope of the
+// demo at a million. One IN list of 2,000 is far below every engine's limit
+// on bind parameters (SQLite's is 32,766).
+const defaultMaxLinked = 2000
 
 // resolveAgents turns the agent_id filter of r into what the page statement
 // can use cheaply, in two short statements, and reports false when the page
@@ -116,14 +121,14 @@ const defaultMaxLinked = maxInList
 //     agent of the caller's scope, and ids of other tenants or countries, or
 //     of no agent, match nothing. One index probe per id.
 //  2. agent_properties reads at most Store.maxLinked+1 of those agents' links
-//     (index property_agents_agent). At most 500 (maxLinked): they are all the
+//     (index property_agents_agent). At most maxLinked: they are all the
 //     candidates, set in r.linked, and the page statement looks up just
 //     those properties by id (p.id IN (...)), in any order and at any
-//     offset. More: the agents list many properties (more than 1 in 500
+//     offset. More: the agents list many properties (more than 1 in 125
 //     of a scope of 250,000), and the page statement walks the scope in
 //     the requested order and checks each row's links (property_agents
 //     primary key) until the page is full: about (offset+limit) x S/links
-//     rows for a scope of S properties, 10,000 at most for a first page of
+//     rows for a scope of S properties, 2,500 at most for a first page of
 //     20 at a million properties.
 //
 // The walk alone (an EXISTS per row, as before) read the whole scope for an
