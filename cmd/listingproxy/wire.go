@@ -217,7 +217,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		Logger: log, Metrics: a.metrics, TrustedProxies: trusted, Errors: a.errors,
 	})(a.srv), tp))
 	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
-	a.admin = adminHandler(cfg, a.cache, backends, a.breakers.States, metrics, purged, &a.draining)
+	a.admin = a.withStatusPage(adminHandler(cfg, a.cache, backends, a.breakers.States, metrics, purged, &a.draining))
 	return a, nil
 }
 
