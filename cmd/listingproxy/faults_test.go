@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -98,4 +100,80 @@ func TestRunStartsWithTheDatabaseDown(t *testing.T) {
 		a := get(t, client, base, "harbour", "/au/properties.json?limit=2")
 		return a.status == 200 && strings.HasPrefix(a.body, `{"properties":{"count":"2",`)
 	})
+}
+
+// TestRunServesWarmKeysThroughADatabaseRestart: with notify: true, a
+// PostgreSQL restart (the test's proxy stopped, every connection dropped,
+// then started again) never costs a warm key its body. While the database
+// is down, cold requests open the breaker (open_for: 10m, so it stays open);
+// when it is back, the change listener reconnects and purges every tenant,
+// softly: the warm keys, now stale with the breaker still open, are served
+// under stale_if_error. Every answer to a warm key, throughout, is a 200
+// with the body it had. (A hard purge here answers 503.)
+func TestRunServesWarmKeysThroughADatabaseRestart(t *testing.T) {
+	path, px := proxiedPostgres(t, "    notify: true", false, "open_for: 15s", "open_for: 10m")
+	base, _ := startRun(t, path)
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 20 * time.Second}
+	type key struct{ user, target string }
+	var keys []key
+	for _, u := range []string{"harbour", "summit"} {
+		for _, target := range []string{"/au/properties.json?limit=2", "/au/properties.xml?limit=5&detail=full", "/nz/agents.json?limit=3"} {
+			keys = append(keys, key{u, target})
+		}
+	}
+	bodies := map[key]string{}
+	for _, k := range keys {
+		a := get(t, client, base, k.user, k.target)
+		if a.status != 200 {
+			t.Fatalf("warming %s %s: %d %s", k.user, k.target, a.status, a.body)
+		}
+		bodies[k] = a.body
+	}
+	staleServed := 0
+	checkWarm := func(phase string) {
+		t.Helper()
+		for _, k := range keys {
+			a := get(t, client, base, k.user, k.target)
+			if a.status != 200 || a.body != bodies[k] {
+				t.Fatalf("%s: %s %s answered %d (%s) %.200s; want 200 with its warm body", phase, k.user, k.target, a.status, a.cache, a.body)
+			}
+			if a.cache == "listingproxy; hit; detail=stale-if-error" {
+				staleServed++
+			}
+		}
+	}
+	checkWarm("database up")
+
+	px.Stop()
+	checkWarm("database down")
+	// Cold requests fail until each tenant's breaker opens (a Retry-After
+	// of minutes is open_for's), warm keys checked in between.
+	for _, u := range []string{"harbour", "summit"} {
+		for i := 0; ; i++ {
+			a := get(t, client, base, u, fmt.Sprintf("/au/properties.json?limit=%d", 100+i))
+			if a.status != http.StatusServiceUnavailable {
+				t.Fatalf("cold request with the database down: %d, want 503", a.status)
+			}
+			if ra, _ := strconv.Atoi(a.retryAfter); ra >= 60 {
+				break
+			}
+			if i == 200 {
+				t.Fatalf("%s's breaker never opened (last Retry-After %q)", u, a.retryAfter)
+			}
+			checkWarm("database down, breaker opening")
+		}
+	}
+	checkWarm("database down, breaker open")
+
+	if err := px.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The listener reconnects and soft-purges: warm keys then come from
+	// stale_if_error (the breaker is still open). Wait for that, checking
+	// every answer on the way.
+	eventually(t, "the reconnected listener's purge shows (stale-if-error)", func() bool {
+		checkWarm("database back, breaker open")
+		return staleServed > 0
+	})
+	checkWarm("after the purge")
 }

@@ -415,8 +415,9 @@ type listener interface {
 }
 
 // watchChanges listens for change notifications on every backend with
-// notify: true and purges, at once, the cached bodies of each tenant served
-// from the changed backend tenant. It purges the tenant's every resource,
+// notify: true and soft-purges, at once, the cached bodies of each tenant
+// served from the changed backend tenant (all its tenants when the listener
+// (re)connects). It purges the tenant's every resource,
 // whatever the notification's resource: an agent's document embeds its
 // properties and a property's embeds its agents' names, so a change to
 // either can stale both. It returns the function that stops the listeners.
@@ -449,9 +450,13 @@ func watchChanges(cfg *config.Config, backends map[string]upstream.Backend, stor
 				if tenant == sqlstore.AllTenants {
 					purge = all
 				}
+				// Soft: the next request refreshes, but while the backend
+				// fails (the listener reconnects as a database restarts,
+				// often before the pool's connections work again) the
+				// old body is still served under stale_if_error.
 				for _, tn := range purge {
-					store.Purge(tn, "", cache.Hard)
-					purged(telemetry.Purge{Source: "notify", Kind: "tenant", Mode: cache.Hard.String(), Tenant: tn})
+					store.Purge(tn, "", cache.Soft)
+					purged(telemetry.Purge{Source: "notify", Kind: "tenant", Mode: cache.Soft.String(), Tenant: tn})
 				}
 				if len(purge) > 0 {
 					log.Debug("purged on change notification", "backend", name, "upstream_tenant", tenant, "resource", resource, "tenants", purge)
@@ -541,8 +546,12 @@ func adminHandler(cfg *config.Config, store *cache.Store, backends map[string]up
 	return mux
 }
 
-// purgeHandler drops a tenant's cached bodies: POST /cache/purge?tenant=T
-// [&resource=properties|property|agents|agent].
+// purgeHandler purges a tenant's cached bodies: POST /cache/purge?tenant=T
+// [&resource=properties|property|agents|agent][&mode=soft|hard]. The default
+// mode is soft, as for change notifications: the next request refreshes, and
+// the old body is served only when that refresh fails (stale_if_error), so a
+// purge during a backend outage does not blank the tenant; hard is for a
+// body that must never be served again.
 func purgeHandler(cfg *config.Config, store *cache.Store, purged func(telemetry.Purge)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if store == nil {
@@ -558,13 +567,22 @@ func purgeHandler(cfg *config.Config, store *cache.Store, purged func(telemetry.
 			http.Error(w, fmt.Sprintf("unknown resource %q (want %s)", resource, strings.Join(config.Resources, ", ")), http.StatusBadRequest)
 			return
 		}
-		store.Purge(tenant, resource, cache.Hard)
+		mode := cache.Soft
+		switch m := r.URL.Query().Get("mode"); m {
+		case "", "soft":
+		case "hard":
+			mode = cache.Hard
+		default:
+			http.Error(w, fmt.Sprintf("unknown mode %q (want soft, the default, or hard)", m), http.StatusBadRequest)
+			return
+		}
+		store.Purge(tenant, resource, mode)
 		kind := "tenant"
 		if resource != "" {
 			kind = "resource"
 		}
-		purged(telemetry.Purge{Source: "admin", Kind: kind, Mode: cache.Hard.String(), Tenant: tenant, Target: resource})
-		fmt.Fprintf(w, "purged tenant=%s resource=%s\n", tenant, orAll(resource))
+		purged(telemetry.Purge{Source: "admin", Kind: kind, Mode: mode.String(), Tenant: tenant, Target: resource})
+		fmt.Fprintf(w, "purged tenant=%s resource=%s mode=%s\n", tenant, orAll(resource), mode)
 	})
 }
 
