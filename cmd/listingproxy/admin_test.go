@@ -89,7 +89,7 @@ func TestAdminPurgeModesWhileTheBackendFails(t *testing.T) {
 			if bodies["harbour"] == bodies["harbour-noprice"] || bodies["harbour"] == bodies["summit"] {
 				t.Fatal("the three callers' bodies are not all different: the test would prove nothing")
 			}
-			tripBreaker(t, a)
+			tripBreaker(t, a, 5)
 			q := "tenant=harbour"
 			if tc.mode != "" {
 				q += "&mode=" + tc.mode
