@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -42,6 +44,35 @@ func tripBreaker(t *testing.T, a *app, n int) {
 		if _, err := b.GetAgent(context.Background(), upstream.Scope{Tenant: "harbour", Country: "au"}, 1); err == nil {
 			t.Fatal("a refused call succeeded")
 		}
+	}
+}
+
+// TestOneTenantsFailuresStayItsOwn, on the wired demo (SQLite): harbour's
+// calls to the demo backend time out until its breaker opens; harbour then
+// gets 503 with the breaker's Retry-After on a cold URL, while summit, on
+// the same backend, is served by it.
+func TestOneTenantsFailuresStayItsOwn(t *testing.T) {
+	a := newDemoApp(t)
+	timeout := fmt.Errorf("sqlstore: list properties: %w", context.DeadlineExceeded)
+	slow := upstream.Wrap(nil, func(context.Context, upstream.Call, func(context.Context) error) error { return timeout })
+	b := a.breakers.Wrap(slow, breaker.Backend{Name: "demo"}) // shares demo's breakers
+	for range breaker.DefaultConsecutiveFailures {
+		if _, err := b.GetAgent(context.Background(), upstream.Scope{Tenant: "harbour", Country: "au"}, 1); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("harbour's slow call = %v, want its timeout", err)
+		}
+	}
+	if got := breakerState(t, a, "harbour"); got != "open" {
+		t.Fatalf("harbour's breaker: %s, want open", got)
+	}
+	if got := breakerState(t, a, ""); got != "closed" {
+		t.Fatalf("demo's backend-wide breaker: %s, want closed (one tenant's timeouts)", got)
+	}
+	w := demoGet(t, a.handler, "harbour", "/au/properties.json?limit=3")
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "15" {
+		t.Errorf("harbour while its breaker is open: %d, Retry-After %q; want 503, 15", w.Code, w.Header().Get("Retry-After"))
+	}
+	if w := demoGet(t, a.handler, "summit", "/au/properties.json?limit=3"); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"property":[`) {
+		t.Errorf("summit, same backend: %d %.200s; want 200 with properties", w.Code, w.Body)
 	}
 }
 
