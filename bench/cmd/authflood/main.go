@@ -56,6 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, *dur)
 	defer cancel()
 	var seq atomic.Uint64
+	seq.Store(uint64(time.Now().UnixNano())) // a new run never repeats an earlier run's headers
 	var mu sync.Mutex
 	statuses := map[int]int{}
 	errs := 0
