@@ -475,12 +475,14 @@ func TestHalfOpen(t *testing.T) {
 	result := make(chan error, 1)
 	result <- errors.New("boom")
 	release := make(chan struct{})
+	probing := make(chan struct{}, 2)
 	fb := newFake(func(ctx context.Context, _ string) error {
 		select {
 		case err := <-result:
 			return err
 		default:
 		}
+		probing <- struct{}{}
 		<-release
 		return nil
 	})
@@ -503,7 +505,8 @@ func TestHalfOpen(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, "probes in flight", func() bool { return fb.called("t") == 3 })
+	<-probing
+	<-probing // both probes are in the backend
 	var oe *breaker.OpenError
 	if err := list(b, "t"); !errors.As(err, &oe) || oe.RetryAfter() != time.Second {
 		t.Errorf("third call while probing = %v, want an *OpenError with RetryAfter 1s", err)
