@@ -40,8 +40,8 @@ func chromium(t *testing.T) string {
 
 // crmDemoApp wires the shipped demo configuration with tenant summit moved
 // to a CRM backend "legacy" served by crm, and breakers that open after
-// two failures.
-func crmDemoApp(t *testing.T, crm string) *app {
+// two failures; extra are more replacements of the configuration's text.
+func crmDemoApp(t *testing.T, crm string, extra ...[2]string) *app {
 	t.Helper()
 	path := demoConfig(t)
 	src, err := os.ReadFile(path)
@@ -49,11 +49,11 @@ func crmDemoApp(t *testing.T, crm string) *app {
 		t.Fatal(err)
 	}
 	s := string(src)
-	for _, r := range [][2]string{
+	for _, r := range append([][2]string{
 		{"  summit:  {backend: demo}", "  summit: {backend: legacy, upstream_username: summit, upstream_password: summit-crm}"},
 		{"    seed_demo: true ", fmt.Sprintf("    seed_demo: true\n  legacy: {kind: crm, url: %q, timeout: 5s}\n    #", crm)},
 		{"  failures: 5", "  failures: 2"},
-	} {
+	}, extra...) {
 		if !strings.Contains(s, r[0]) {
 			t.Fatalf("config.yaml has no %q any more: update this test", r[0])
 		}
