@@ -41,9 +41,6 @@ type dialect interface {
 	analyze() []string
 	// systemName is the OpenTelemetry db.system.name of the engine.
 	systemName() string
-	// perRowFence ends a correlated EXISTS subquery that must run per row
-	// of the outer walk, as written, rather than be turned into a join.
-	perRowFence() string
 	// noIndex returns col so that the planner does not look it up in an
 	// index, only tests it on the rows it reads.
 	noIndex(col string) string
@@ -116,7 +113,6 @@ func (sqliteDialect) likeEscape() string                     { return ` ESCAPE '
 func (sqliteDialect) timeArg(t time.Time) any                { return t.UTC().Format(sqliteTimeLayout) }
 func (sqliteDialect) dateArg(date string) any                { return date }
 func (sqliteDialect) analyze() []string                      { return []string{"ANALYZE"} }
-func (sqliteDialect) perRowFence() string                    { return "" }
 
 // noIndex is SQLite's unary plus. The per-row check of the dense agent
 // filter reads the property's links by property_id (one or two rows) and
@@ -156,8 +152,8 @@ func (mysqlDialect) orderTerm(col string, _, _ bool) string { return col }
 func (mysqlDialect) likeEscape() string                     { return ` ESCAPE '\\'` }
 func (mysqlDialect) timeArg(t time.Time) any                { return t.UTC() }
 func (mysqlDialect) dateArg(date string) any                { return date }
-func (mysqlDialect) perRowFence() string                    { return "" }
 func (mysqlDialect) noIndex(col string) string              { return col }
+
 func (mysqlDialect) analyze() []string {
 	return []string{"ANALYZE TABLE tenants, agents, properties, property_agents, property_media, openhomes"}
 }
@@ -220,11 +216,6 @@ func (postgresDialect) orderTerm(col string, text, nullable bool) string {
 }
 func (postgresDialect) likeEscape() string { return ` ESCAPE '\'` }
 
-// perRowFence is OFFSET 0, which keeps PostgreSQL from pulling the EXISTS up
-// into a semi-join: with many agent ids it chose a merge semi-join that
-// reads property_agents from its first row, most of it (870,000 rows,
-// 500 ms at a million properties) for a tenant whose ids come last.
-func (postgresDialect) perRowFence() string       { return " OFFSET 0" }
 func (postgresDialect) noIndex(col string) string { return col }
 func (postgresDialect) timeArg(t time.Time) any   { return t.UTC() }
 func (postgresDialect) dateArg(date string) any {

@@ -275,8 +275,13 @@ func (s *Store) propertyConds(q *query, tenant int64, country string, r property
 	case len(r.linked) > 0: // resolved to few properties: look them up
 		conds = append(conds, in(q, "p.id", r.linked))
 	case len(f.AgentIDs) > 0: // agents of many properties: check each row of the walk
-		conds = append(conds, "EXISTS (SELECT 1 FROM property_agents pa WHERE pa.property_id = p.id AND "+
-			in(q, s.d.noIndex("pa.agent_id"), f.AgentIDs)+s.d.perRowFence()+")")
+		// A scalar subquery, not EXISTS or IN: the engines turn those into
+		// semi-joins that read every link of the agents (29,000 for 500
+		// agents of the demo) to sort a page of 20: PostgreSQL a merge
+		// semi-join reading property_agents from its first row (0.5-2 s for
+		// the last tenant), MariaDB a materialization (45-65 ms).
+		conds = append(conds, "(SELECT count(*) FROM property_agents pa WHERE pa.property_id = p.id AND "+
+			in(q, s.d.noIndex("pa.agent_id"), f.AgentIDs)+") > 0")
 	}
 	if f.StreetNumber != "" {
 		conds = append(conds, "lower(p.street_number) = "+q.arg(strings.ToLower(f.StreetNumber)))
