@@ -185,6 +185,17 @@ type Server struct {
 	// front of listingproxy whose X-Forwarded-For / Forwarded headers name
 	// the client; default none (the client is the TCP peer).
 	TrustedProxies []string `yaml:"trusted_proxies"`
+	// TLS, when set, serves the public listener over TLS (the admin
+	// listener stays plain HTTP, on loopback by default).
+	TLS TLS `yaml:"tls"`
+}
+
+// TLS names the public listener's certificate and key (PEM files). They
+// are re-read on SIGHUP, so a renewed certificate is served without a
+// restart.
+type TLS struct {
+	CertFile string `yaml:"cert_file"` // certificate chain, leaf first
+	KeyFile  string `yaml:"key_file"`
 }
 
 // Telemetry configures tracing.

@@ -314,6 +314,9 @@ func (c *Config) validate() []problem {
 	if c.Breaker.OpenFor < 0 {
 		add("breaker.open_for", "must not be negative")
 	}
+	if tls := c.Server.TLS; (tls.CertFile == "") != (tls.KeyFile == "") {
+		add("server.tls", "needs both cert_file and key_file")
+	}
 	switch c.Telemetry.Exporter {
 	case "none", "stdout", "otlp-http", "otlp-grpc":
 	default:

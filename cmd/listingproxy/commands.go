@@ -69,7 +69,8 @@ func versionCommand(args []string, stdout, stderr io.Writer) error {
 
 // checkConfig validates a configuration as serve would load it, without
 // binding a port or opening a backend, and lists every problem (the
-// error); nginx -t and varnishd -C are its models.
+// error); nginx -t and varnishd -C are its models. It also loads the TLS
+// certificate and key, if any.
 func checkConfig(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("check-config", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -90,6 +91,11 @@ func checkConfig(args []string, getenv func(string) string, stdout, stderr io.Wr
 	cfg, source, err := loadConfig(*path, getenv)
 	if err != nil {
 		return err
+	}
+	if cfg.Server.TLS.CertFile != "" {
+		if _, err := loadCertificate(cfg.Server.TLS); err != nil {
+			return fmt.Errorf("%s: %w", source, err)
+		}
 	}
 	_, err = fmt.Fprintf(stdout, "%s: ok (%d backends, %d tenants, %d users)\n", source, len(cfg.Backends), len(cfg.Tenants), len(cfg.Users))
 	return err
