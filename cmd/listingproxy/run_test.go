@@ -35,7 +35,7 @@ func demoConfig(t *testing.T) string {
 	return path
 }
 
-var listenLine = regexp.MustCompile(`listening on (http://\S+) \(admin: (http://\S+),`)
+var listenLine = regexp.MustCompile(`listening on (https?://\S+) \(admin: (http://\S+),`)
 
 // TestRunServesTheDemo starts the real service with run, waits for
 // /healthz, makes an authenticated request, and shuts it down (startRun

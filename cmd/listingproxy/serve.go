@@ -76,9 +76,14 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	defer app.Close()
 
-	ln, err := net.Listen("tcp", cfg.Listen)
+	tcp, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	ln, cert, err := listenTLS(tcp, cfg.Server.TLS)
+	if err != nil {
+		_ = tcp.Close()
+		return err
 	}
 	// The garbage collector's tuning (see tuneGC) lives as long as serve.
 	gctx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
@@ -98,11 +103,21 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 	}
 
 	base := "http://" + displayAddr(ln.Addr())
+	if cert != nil {
+		base = "https://" + displayAddr(ln.Addr())
+	}
 	log.Info("listening", "addr", base, "admin", adminURL, "config", source)
 	fmt.Fprintf(stdout, "listingproxy listening on %s (admin: %s, config: %s)\n", base, orNone(adminURL), source)
 	fmt.Fprintf(stdout, "try: curl -u %s '%s/au/properties.xml?limit=2'\n", exampleCredentials(cfg), base)
 
 	reload := func() {
+		if cert != nil { // renewed certificates apply even if the configuration is broken
+			if err := cert.reload(); err != nil {
+				log.Error("tls certificate reload failed; keeping the certificate in use", "err", err)
+			} else {
+				log.Info("tls certificate reloaded", "cert_file", cfg.Server.TLS.CertFile)
+			}
+		}
 		next, source, err := load()
 		if err != nil {
 			app.metrics.ConfigReloaded(time.Now(), err)
