@@ -38,7 +38,7 @@ func (c *checks) compare(hash, pw []byte) error {
 }
 
 // authServer is newServer with auth options and the checks counter.
-func authServer(t *testing.T, o proxy.AuthOptions, clk *clock) (*proxy.Server, *checks) {
+func authServer(t testing.TB, o proxy.AuthOptions, clk *clock) (*proxy.Server, *checks) {
 	t.Helper()
 	c := &checks{}
 	o.Compare = c.compare
@@ -455,6 +455,40 @@ func TestAuthMemo(t *testing.T) {
 		}
 		if got := c.n.Load(); got != 2 {
 			t.Errorf("checks = %d, want 2", got)
+		}
+	})
+}
+
+// FuzzAuthorization sends arbitrary Authorization values: never a panic or
+// a 500, always 401 or 429 with the spec's single-error body (no value
+// but the right password authenticates), and a verified user stays
+// verified.
+func FuzzAuthorization(f *testing.F) {
+	for _, s := range []string{
+		"", "Basic", "Basic ", "basic " + base64.StdEncoding.EncodeToString([]byte("harbour:x")), "Basic !!!", "Bearer x",
+		basicRaw("harbour"), basicRaw(":"), basicRaw("harb\xffour:x"), basicRaw(strings.Repeat("u", 300) + ":x"),
+		"Basic " + base64.StdEncoding.EncodeToString([]byte("harbour:"+password))[:10], "Basic  " + basicRaw("x:y")[6:] + "\r\n",
+	} {
+		f.Add(s)
+	}
+	s, c := authServer(f, proxy.AuthOptions{AddressFailures: proxy.Limit{PerSecond: 1, Burst: 20}}, newClock())
+	if w := send(s, "/au/agents.json", "203.0.113.1:1", []string{basic("harbour")}); w.Code != 200 {
+		f.Fatalf("verifying harbour: status %d", w.Code)
+	}
+	f.Fuzz(func(t *testing.T, auth string) {
+		if strings.Contains(auth, password) {
+			t.Skip() // might be right
+		}
+		w := send(s, "/au/agents.json", "192.0.2.1:1", []string{auth})
+		if w.Code != http.StatusUnauthorized && w.Code != http.StatusTooManyRequests {
+			t.Fatalf("Authorization %q: status %d, want 401 or 429", auth, w.Code)
+		}
+		if body := w.Body.String(); !strings.HasPrefix(body, `{"error":"`) || !strings.HasSuffix(body, "\"}\n") {
+			t.Fatalf("Authorization %q: body %q, want the single-error form", auth, body)
+		}
+		before := c.n.Load()
+		if w := send(s, "/au/agents.json", "203.0.113.1:1", []string{basic("harbour")}); w.Code != 200 || c.n.Load() != before {
+			t.Fatalf("after %q: harbour status %d, checked again: %v", auth, w.Code, c.n.Load() != before)
 		}
 	})
 }
