@@ -467,7 +467,7 @@ func FuzzAuthorization(f *testing.F) {
 	for _, s := range []string{
 		"", "Basic", "Basic ", "basic " + base64.StdEncoding.EncodeToString([]byte("harbour:x")), "Basic !!!", "Bearer x",
 		basicRaw("harbour"), basicRaw(":"), basicRaw("harb\xffour:x"), basicRaw(strings.Repeat("u", 300) + ":x"),
-		"Basic " + base64.StdEncoding.EncodeToString([]byte("harbour:"+password))[:10], "Basic  " + basicRaw("x:y")[6:] + "\r\n",
+		"Basic " + base64.StdEncoding.EncodeToString([]byte("harbour:" + password))[:10], "Basic  " + basicRaw("x:y")[6:] + "\r\n",
 	} {
 		f.Add(s)
 	}
