@@ -43,8 +43,10 @@ start() {
   git archive "$(git rev-parse "$rev")" | tar -x -C "$src"
   (cd "$src" && go build -o "$work/$name" ./cmd/listingproxy)
   port=$(free_port)
-  sed -e "s|listen: \":8080\"|listen: \"127.0.0.1:$port\"|" \
-      -e "s|admin_listen: \"127.0.0.1:9090\"|admin_listen: \"off\"|" \
+  # Either revision's config.yaml: ":8080" and 9090 before the safe
+  # defaults, "127.0.0.1:8080" and 8081 after.
+  sed -e "s|^listen: \"[0-9.]*:8080\"|listen: \"127.0.0.1:$port\"|" \
+      -e "s|admin_listen: \"127.0.0.1:[0-9]*\"|admin_listen: \"off\"|" \
       -e "s|file:listingproxy-demo.db|file:$work/$name.db|" \
       -e "s|level: info|level: error|" "$src/config.yaml" >"$work/$name.yaml"
   "${SERVER_CPU[@]}" "$work/$name" -config "$work/$name.yaml" >"$work/$name.log" 2>&1 &
