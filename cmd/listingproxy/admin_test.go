@@ -3,8 +3,12 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // adminPurge posts a purge to a's admin handler.
@@ -144,5 +148,45 @@ func TestAdminHealth(t *testing.T) {
 	a.handler.ServeHTTP(w, httptest.NewRequest("GET", "/debug/pprof/", nil))
 	if w.Code == 200 {
 		t.Error("pprof is reachable on the public listener")
+	}
+}
+
+// TestAdminBackends: GET /backends (admin credentials) reports each
+// backend's readiness, ping and breakers, here after a success of harbour's
+// and the backend-wide breaker tripped by refused connections, with the
+// fixed clock of the golden demo; the exact document is
+// testdata/golden/backends.json (-update rewrites it).
+func TestAdminBackends(t *testing.T) {
+	a := newDemoApp(t)
+	demoGet(t, a.handler, "harbour", "/au/properties.json?limit=2")
+	tripBreaker(t, a, 5)
+	get := func(user, pass string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("GET", "/backends", nil)
+		if user != "" {
+			r.SetBasicAuth(user, pass)
+		}
+		w := httptest.NewRecorder()
+		a.admin.ServeHTTP(w, r)
+		return w
+	}
+	if w := get("harbour", "harbour-demo"); w.Code != http.StatusUnauthorized {
+		t.Errorf("/backends as an API user: %d, want 401", w.Code)
+	}
+	w := get("admin", "admin-demo")
+	if w.Code != 200 || w.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("/backends: %d %q", w.Code, w.Header().Get("Content-Type"))
+	}
+	path := filepath.Join("..", "..", "testdata", "golden", "backends.json")
+	if *update {
+		if err := os.WriteFile(path, w.Body.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd/listingproxy -run TestAdminBackends -update)", err)
+	}
+	if diff := cmp.Diff(string(want), w.Body.String()); diff != "" {
+		t.Errorf("/backends (-want +got):\n%s", diff)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,8 +85,24 @@ func get(t *testing.T, client *http.Client, base, user, target string) reply {
 // on its own and requests succeed, without a restart.
 func TestRunStartsWithTheDatabaseDown(t *testing.T) {
 	path, px := proxiedPostgres(t, "", true, "open_for: 15s", "open_for: 100ms")
-	base, _ := startRun(t, path)
+	base, admin := startRun(t, path)
 	client := &http.Client{Transport: &http.Transport{}, Timeout: 20 * time.Second}
+	backendReady := func() string {
+		resp, err := client.Get(admin + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		m := regexp.MustCompile(`(?m)^listingproxy_backend_ready\{backend="demo"\} (\d)$`).FindStringSubmatch(string(b))
+		if m == nil {
+			t.Fatal("/metrics has no listingproxy_backend_ready for backend demo")
+		}
+		return m[1]
+	}
+	if got := backendReady(); got != "0" {
+		t.Errorf("listingproxy_backend_ready with the database down = %s, want 0", got)
+	}
 	const unavailable = `{"error":"The listing service is temporarily unavailable; please try again shortly"}`
 	for range 3 {
 		a := get(t, client, base, "harbour", "/au/properties.json?limit=2")
@@ -100,6 +117,9 @@ func TestRunStartsWithTheDatabaseDown(t *testing.T) {
 		a := get(t, client, base, "harbour", "/au/properties.json?limit=2")
 		return a.status == 200 && strings.HasPrefix(a.body, `{"properties":{"count":"2",`)
 	})
+	if got := backendReady(); got != "1" {
+		t.Errorf("listingproxy_backend_ready once the database answers = %s, want 1", got)
+	}
 }
 
 // TestRunServesWarmKeysThroughADatabaseRestart: with notify: true, a

@@ -137,7 +137,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 			log.Warn("breaker state change", "backend", backend, "upstream_tenant", tenant, "from", from.String(), "to", to.String())
 		},
 	})
-	backends := map[string]upstream.Backend{}  // as opened: /readyz pings them
+	backends := map[string]upstream.Backend{}  // as opened: /backends reports on them
 	decorated := map[string]upstream.Backend{} // what the proxy calls
 	for _, name := range slices.Sorted(maps.Keys(cfg.Backends)) {
 		b, closer, err := openBackend(ctx, name, cfg, log, now, tp)
@@ -147,6 +147,9 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		a.closers = append(a.closers, closer)
 		backends[name] = b
 		decorated[name] = a.decorate(name, cfg, b, tp)
+	}
+	if err := registerBackendReady(reg, backends); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
 	}
 
 	tenants := make([]proxy.Tenant, 0, len(cfg.Tenants))
@@ -510,9 +513,9 @@ func breakerSettings(c config.Breaker) breaker.Settings {
 
 // adminHandler serves the operator endpoints on the admin listener:
 // /healthz (the process answers), /readyz (it can serve: not draining),
-// /metrics, and behind the admin credentials /debug/pprof and POST
-// /cache/purge. breakers lists the breakers' states
-// (breaker.Registry.States).
+// /metrics, and behind the admin credentials /backends (each backend's
+// readiness and breakers), /debug/pprof and POST /cache/purge. breakers
+// lists the breakers' states (breaker.Registry.States).
 func adminHandler(cfg *config.Config, store *cache.Store, backends map[string]upstream.Backend, breakers func() []breaker.Status, metrics http.Handler, purged func(telemetry.Purge), draining *atomic.Bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -542,6 +545,7 @@ func adminHandler(cfg *config.Config, store *cache.Store, backends map[string]up
 	prof.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	prof.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.Handle("/debug/pprof/", adminAuth(cfg.Admin, prof))
+	mux.Handle("GET /backends", adminAuth(cfg.Admin, backendsHandler(cfg, backends, breakers)))
 	mux.Handle("POST /cache/purge", adminAuth(cfg.Admin, purgeHandler(cfg, store, purged)))
 	return mux
 }
