@@ -1,0 +1,330 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// PanicError is the error every waiter of a flight receives when its loader
+// panicked.
+type PanicError struct {
+	// Value is what the loader passed to panic.
+	Value any
+	// Stack is the loader goroutine's stack at the panic.
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("cache: loader panic: %v", e.Value) }
+
+// errNilEntry is returned when a loader returns neither an entry nor an error.
+var errNilEntry = errors.New("cache: loader returned a nil entry and no error")
+
+type refreshKey struct {
+	hash, gen uint64
+}
+
+type fillResult struct {
+	entry  *Entry
+	cached bool // found by the flight's re-check, no loader call
+	// leader is the span context of the flight's cache.fill span, for the
+	// waiters' links. A flight returns its result with its error too.
+	leader trace.SpanContext
+}
+
+// fill waits for the key's flight, starting it if needed. stale, when not
+// nil, is served if the flight fails.
+func (s *Store) fill(ctx context.Context, h uint64, k Key, gen uint64, p Policy, load Loader, stale *item) (*Entry, Outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return s.failed(k, stale, err)
+	}
+	var w *waiter
+	if s.tracer != nil {
+		w = &waiter{start: time.Now()}
+	}
+	ch := s.group.DoChan(flightKey('f', gen, k), s.flight(ctx, h, k, gen, p, load, true, w))
+	s.st.joins.Add(1) // after DoChan: the call is registered with the flight
+	select {
+	case r := <-ch:
+		res, _ := r.Val.(*fillResult)
+		if w != nil {
+			s.traceWait(ctx, w, k, res, r.Err)
+		}
+		if r.Err != nil {
+			return s.failed(k, stale, r.Err)
+		}
+		o := Miss
+		if res.cached {
+			o = Hit
+			if res.entry.Negative {
+				o = Negative
+			}
+		}
+		s.st.outcomes[o].Add(1)
+		return res.entry, o, nil
+	case <-ctx.Done():
+		if w != nil {
+			s.traceWait(ctx, w, k, nil, ctx.Err())
+		}
+		return s.failed(k, stale, ctx.Err())
+	}
+}
+
+// waiter is a traced Get's part in a flight: when it joined, and whether its
+// own function ran (it led the flight).
+type waiter struct {
+	start time.Time
+	led   atomic.Bool
+}
+
+// traceWait records a cache.wait span for a Get that joined a flight another
+// Get leads, linked to the leader's cache.fill span. The leader's own work
+// is already in that span, so a leader records nothing here.
+func (s *Store) traceWait(ctx context.Context, w *waiter, k Key, res *fillResult, err error) {
+	if w.led.Load() {
+		return
+	}
+	opts := []trace.SpanStartOption{
+		trace.WithTimestamp(w.start),
+		trace.WithAttributes(attrTenant.String(k.Tenant), attrResource.String(k.Resource)),
+	}
+	if res != nil && res.leader.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: res.leader}))
+	}
+	_, span := s.tracer.Start(ctx, "cache.wait", opts...)
+	if err != nil {
+		span.SetStatus(codes.Error, "fill failed or caller gave up")
+	}
+	span.End()
+}
+
+// Span attributes set by the cache: which tenant and resource a flight is
+// for (never the rest of the key, which holds the caller's criteria).
+const (
+	attrTenant   = attribute.Key("listingproxy.tenant")
+	attrResource = attribute.Key("listingproxy.resource")
+	attrRefresh  = attribute.Key("listingproxy.cache.refresh")
+	attrCached   = attribute.Key("listingproxy.cache.recheck_hit")
+)
+
+// failed serves stale if there is one, else reports err.
+func (s *Store) failed(k Key, stale *item, err error) (*Entry, Outcome, error) {
+	if stale != nil {
+		s.st.outcomes[StaleIfError].Add(1)
+		s.log.Debug("cache: serving stale after failed fill",
+			"tenant", k.Tenant, "resource", k.Resource, "err", err)
+		return stale.entry, StaleIfError, nil
+	}
+	s.st.errors.Add(1)
+	return nil, Miss, wrapErr(k, err)
+}
+
+func wrapErr(k Key, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("cache: fill %s %s: %w", k.Tenant, k.Resource, err)
+}
+
+// flight returns the function a flight runs: re-check, load on a detached
+// context, store, all in a cache.fill span when tracing. fromGet says
+// whether a Get (rather than a background refresh) starts it, for
+// Stats.Waiters; w, when not nil, is that Get's traced part.
+func (s *Store) flight(ctx context.Context, h uint64, k Key, gen uint64, p Policy, load Loader, fromGet bool, w *waiter) func() (any, error) {
+	return func() (_ any, err error) {
+		s.bg.add()
+		defer s.bg.done()
+		if fromGet {
+			s.st.getFlights.Add(1)
+		}
+		res := &fillResult{}
+		if s.tracer != nil {
+			if w != nil {
+				w.led.Store(true)
+			}
+			var span trace.Span
+			ctx, span = s.tracer.Start(ctx, "cache.fill", trace.WithAttributes(
+				attrTenant.String(k.Tenant), attrResource.String(k.Resource), attrRefresh.Bool(!fromGet)))
+			res.leader = span.SpanContext()
+			defer func() {
+				span.SetAttributes(attrCached.Bool(res.cached))
+				if err != nil {
+					span.SetStatus(codes.Error, "fill failed")
+				}
+				span.End()
+			}()
+		}
+		if it := s.lookupCurrent(h, k, gen); it != nil && p.fresh(it.entry, s.now()) {
+			res.entry, res.cached = it.entry, true
+			return res, nil
+		}
+		e, err := s.load(ctx, p, load)
+		if err != nil {
+			return res, err
+		}
+		if s.genOf(k).fill == gen {
+			s.store(h, k, gen, e, p)
+		} else {
+			s.st.purgedFills.Add(1)
+		}
+		res.entry = e
+		return res, nil
+	}
+}
+
+// load runs the loader once on a context detached from ctx's cancellation,
+// turning a panic into a *PanicError.
+func (s *Store) load(ctx context.Context, p Policy, load Loader) (e *Entry, err error) {
+	limit := p.FillTimeout
+	if limit <= 0 {
+		limit = s.fillLimit
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
+	defer cancel()
+	s.st.loaderCalls.Add(1)
+	defer func() {
+		if v := recover(); v != nil {
+			s.st.panics.Add(1)
+			pe := &PanicError{Value: v, Stack: debug.Stack()}
+			s.log.Error("cache: loader panic", "panic", fmt.Sprint(v), "stack", string(pe.Stack))
+			e, err = nil, pe
+		}
+	}()
+	e, err = load(fctx)
+	switch {
+	case err != nil:
+		return nil, err
+	case e == nil:
+		return nil, errNilEntry
+	case e.StoredAt.IsZero():
+		c := *e
+		c.StoredAt = s.now()
+		e = &c
+	}
+	return e, nil
+}
+
+// refresh starts one background refresh for the key unless one is running.
+func (s *Store) refresh(ctx context.Context, h uint64, k Key, gen uint64, p Policy, load Loader) {
+	rk := refreshKey{h, gen}
+	s.refreshMu.Lock()
+	if _, running := s.refreshing[rk]; running {
+		s.refreshMu.Unlock()
+		return
+	}
+	s.refreshing[rk] = struct{}{}
+	s.refreshMu.Unlock()
+	s.st.refreshes.Add(1)
+	s.bg.add()
+	go func() {
+		defer s.bg.done()
+		defer func() {
+			s.refreshMu.Lock()
+			delete(s.refreshing, rk)
+			s.refreshMu.Unlock()
+		}()
+		r := <-s.group.DoChan(flightKey('f', gen, k), s.flight(ctx, h, k, gen, p, load, false, nil))
+		if r.Err != nil {
+			// A backend that refuses calls for a while (its error says when
+			// to retry, e.g. an open breaker) is already reported where it
+			// decided to refuse: one debug line per key is enough.
+			lvl := slog.LevelWarn
+			var refusing interface{ RetryAfter() time.Duration }
+			if errors.As(r.Err, &refusing) {
+				lvl = slog.LevelDebug
+			}
+			s.log.Log(context.WithoutCancel(ctx), lvl, "cache: background refresh failed",
+				"tenant", k.Tenant, "resource", k.Resource, "err", r.Err)
+		}
+	}()
+}
+
+// bypass loads without the cache, still coalescing identical calls.
+func (s *Store) bypass(ctx context.Context, k Key, p Policy, load Loader) (*Entry, Outcome, error) {
+	s.st.outcomes[Bypass].Add(1)
+	if err := ctx.Err(); err != nil {
+		s.st.errors.Add(1)
+		return nil, Bypass, err
+	}
+	ch := s.group.DoChan(flightKey('b', s.genOf(k).fill, k), func() (any, error) {
+		s.bg.add()
+		defer s.bg.done()
+		s.st.getFlights.Add(1)
+		e, err := s.load(ctx, p, load)
+		if err != nil {
+			return nil, err
+		}
+		return &fillResult{entry: e}, nil
+	})
+	s.st.joins.Add(1)
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			s.st.errors.Add(1)
+			return nil, Bypass, wrapErr(k, r.Err)
+		}
+		return r.Val.(*fillResult).entry, Bypass, nil
+	case <-ctx.Done():
+		s.st.errors.Add(1)
+		return nil, Bypass, ctx.Err()
+	}
+}
+
+// flightKey names a flight: kind, generation and the whole key, each field
+// length-prefixed so that no two keys share a flight.
+func flightKey(kind byte, gen uint64, k Key) string {
+	b := make([]byte, 0, 50+len(k.Tenant)+len(k.Resource)+len(k.Scope)+len(k.Variant))
+	b = append(b, kind)
+	b = strconv.AppendUint(b, gen, 10)
+	for _, f := range [...]string{k.Tenant, k.Resource, k.Scope, k.Variant} {
+		b = append(b, '|')
+		b = strconv.AppendInt(b, int64(len(f)), 10)
+		b = append(b, ':')
+		b = append(b, f...)
+	}
+	return string(b)
+}
+
+// tracker counts work in progress; unlike sync.WaitGroup it allows add
+// while another goroutine waits.
+type tracker struct {
+	mu   sync.Mutex
+	n    int
+	cond *sync.Cond
+}
+
+func (t *tracker) add() {
+	t.mu.Lock()
+	t.n++
+	t.mu.Unlock()
+}
+
+func (t *tracker) done() {
+	t.mu.Lock()
+	t.n--
+	if t.n == 0 && t.cond != nil {
+		t.cond.Broadcast()
+	}
+	t.mu.Unlock()
+}
+
+func (t *tracker) wait() {
+	t.mu.Lock()
+	if t.cond == nil {
+		t.cond = sync.NewCond(&t.mu)
+	}
+	for t.n > 0 {
+		t.cond.Wait()
+	}
+	t.mu.Unlock()
+}
