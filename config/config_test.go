@@ -309,3 +309,24 @@ func TestDrainDelay(t *testing.T) {
 		t.Errorf("negative drain_delay: err = %v, want it located at c.yaml:3 server.drain_delay", err)
 	}
 }
+
+// TestAnchorsAndMergeKeys: YAML's own reuse works in the checked schema.
+func TestAnchorsAndMergeKeys(t *testing.T) {
+	src := `backends:
+  a: &sql {kind: sqlite, dsn: "file:a.db", query_timeout: 2s}
+  b:
+    <<: *sql
+    dsn: "file:b.db"
+tenants:
+  t1: {backend: a}
+  t2: {backend: b}
+`
+	cfg, err := config.Parse("c.yaml", []byte(src), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := cfg.Backends["b"]
+	if b.Kind != config.KindSQLite || b.DSN != "file:b.db" || b.QueryTimeout.D() != 2*time.Second {
+		t.Errorf("merged backend b = %+v, want a's kind and timeout with its own dsn", b)
+	}
+}

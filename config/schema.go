@@ -96,6 +96,10 @@ func (s *schema) mapping(n *yaml.Node, path string, field func(string) (reflect.
 		if path != "" {
 			p = path + "." + p
 		}
+		if k.ShortTag() == "!!merge" {
+			kept = append(kept, k, v) // "<<: *anchor": checked where the anchor is
+			continue
+		}
 		if line, dup := seen[k.Value]; dup {
 			s.add(k, p, "key %q repeated (first at line %d)", k.Value, line)
 			continue
