@@ -151,6 +151,39 @@ type Cache struct {
 	FillTimeout          Duration `yaml:"fill_timeout"`           // backend call of a fill; default 10s
 	// TTLs overrides TTL per resource: properties, property, agents, agent.
 	TTLs map[string]Duration `yaml:"ttls"`
+	// Shared, when present, adds a second tier shared by every replica
+	// (Redis or Valkey): fills write through to it, first-tier misses read
+	// it, one replica fills a key for the fleet, purges reach the fleet.
+	Shared *SharedCache `yaml:"shared"`
+}
+
+// SharedCache configures the Redis second tier. A zero knob means the
+// default of package cache/redistier, the one place the defaults are
+// stated (docs/configuration.md lists them).
+type SharedCache struct {
+	// Addrs: one address is a standalone server; several a cluster; with
+	// MasterName, the Sentinel addresses.
+	Addrs      []string  `yaml:"addrs"`
+	MasterName string    `yaml:"master_name"` // Sentinel: the monitored master's name
+	Username   string    `yaml:"username"`    // AUTH (ACL user); empty: password only
+	Password   string    `yaml:"password"`
+	DB         int       `yaml:"db"` // standalone and Sentinel only
+	TLS        SharedTLS `yaml:"tls"`
+	KeyPrefix  string    `yaml:"key_prefix"` // every key and channel starts with it
+	// MaxEntryBytes bounds one stored entry (body, gzip form and header
+	// fields); larger entries stay in the first tier only.
+	MaxEntryBytes ByteSize `yaml:"max_entry_bytes"`
+	Timeout       Duration `yaml:"timeout"` // per Redis operation
+	Lease         Duration `yaml:"lease"`   // fill lease: how long other replicas wait for a filler
+}
+
+// SharedTLS is the client side of TLS to Redis (PEM files).
+type SharedTLS struct {
+	Enabled    bool   `yaml:"enabled"`
+	CAFile     string `yaml:"ca_file"`   // default: the system roots
+	CertFile   string `yaml:"cert_file"` // client certificate (mutual TLS)
+	KeyFile    string `yaml:"key_file"`
+	ServerName string `yaml:"server_name"` // default: the address's host
 }
 
 // Breaker configures the circuit breakers (one per backend and tenant, one

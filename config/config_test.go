@@ -62,6 +62,7 @@ func TestEnvExpansion(t *testing.T) {
 		{"float pointer", `telemetry: {sample_ratio: "${RATIO}"}`, func(c *config.Config) any { return *c.Telemetry.SampleRatio }, 0.25},
 		{"part of a value", `listen: "${HOST}:${PORT}"`, func(c *config.Config) any { return c.Listen }, "127.0.0.1:8181"},
 		{"number stays a string", `admin: {username: "${PW}", password_bcrypt: "` + validHash + `"}`, func(c *config.Config) any { return c.Admin.Username }, "123"},
+		{"shared tier address", "cache:\n  shared: {addrs: [\"${HOST}:${PORT}\"], password: \"${PW}\"}", func(c *config.Config) any { return []string{c.Cache.Shared.Addrs[0], c.Cache.Shared.Password} }, []string{"127.0.0.1:8181", "123"}},
 		{"null stays a string", `admin: {username: "${NULLISH}", password_bcrypt: "` + validHash + `"}`, func(c *config.Config) any { return c.Admin.Username }, "null"},
 	}
 	for _, tt := range tests {
@@ -116,6 +117,15 @@ func TestDecodeProblems(t *testing.T) {
 		{"list for a value", "listen: [a, b]\n", []string{`c.yaml:3: listen: want a single value, got a list`}},
 		{"repeated key", "listen: \":80\"\nlisten: \":81\"\n", []string{`c.yaml:4: listen: key "listen" repeated (first at line 3)`}},
 		{"not yaml", "listen: [\n", []string{`c.yaml:3: did not find expected node content`}},
+		{"shared tier without addresses", "cache:\n  shared: {key_prefix: x}\n", []string{`c.yaml:4: cache.shared.addrs: at least one Redis address is required (host:port)`}},
+		{"shared tier bad values", "cache:\n  shared:\n    addrs: [redis, \"r1:6379\"]\n    db: 2\n    lease: 1h30\n    max_entry_bytes: huge\n    tls: {cert_file: c.pem}\n", []string{
+			`c.yaml:5: cache.shared.addrs[0]: invalid address "redis" (want host:port)`,
+			`c.yaml:6: cache.shared.db: a Redis Cluster has only database 0`,
+			`c.yaml:7: cache.shared.lease: invalid duration "1h30" (want e.g. 500ms, 10s, 5m)`,
+			`c.yaml:8: cache.shared.max_entry_bytes: invalid size "huge" (want e.g. 65536, 64KiB, 256MiB, 1GiB)`,
+			`c.yaml:9: cache.shared.tls.enabled: tls files or server_name are set but tls is not enabled`,
+			`c.yaml:9: cache.shared.tls: cert_file and key_file go together`,
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

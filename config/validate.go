@@ -277,6 +277,9 @@ func (c *Config) validate() []problem {
 		add("cache.fill_timeout", "%s: must be shorter than server.write_timeout (%s), or a client waiting on a slow fill loses its connection before its 503",
 			c.Cache.FillTimeout.D(), c.Server.WriteTimeout.D())
 	}
+	if sh := c.Cache.Shared; sh != nil {
+		validateShared(add, sh)
+	}
 	for i, tp := range c.Server.TrustedProxies {
 		if _, err := clientip.ParsePrefix(tp); err != nil {
 			add(fmt.Sprintf("server.trusted_proxies[%d]", i), "invalid address or CIDR prefix %q (want e.g. 10.0.0.0/8, 192.0.2.7 or ::1)", tp)
@@ -354,4 +357,38 @@ func (c *Cache) ResourceTTL(resource string) time.Duration {
 		return d.D()
 	}
 	return c.TTL.D()
+}
+
+// validateShared checks cache.shared.
+func validateShared(add func(string, string, ...any), sh *SharedCache) {
+	if len(sh.Addrs) == 0 {
+		add("cache.shared.addrs", "at least one Redis address is required (host:port)")
+	}
+	for i, a := range sh.Addrs {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			add(fmt.Sprintf("cache.shared.addrs[%d]", i), "invalid address %q (want host:port)", a)
+		}
+	}
+	if sh.DB < 0 {
+		add("cache.shared.db", "must not be negative")
+	}
+	if sh.DB != 0 && len(sh.Addrs) > 1 && sh.MasterName == "" {
+		add("cache.shared.db", "a Redis Cluster has only database 0")
+	}
+	if sh.MaxEntryBytes < 0 {
+		add("cache.shared.max_entry_bytes", "must not be negative")
+	}
+	if sh.Timeout < 0 {
+		add("cache.shared.timeout", "must not be negative")
+	}
+	if sh.Lease < 0 {
+		add("cache.shared.lease", "must not be negative")
+	}
+	t := sh.TLS
+	if !t.Enabled && (t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.ServerName != "") {
+		add("cache.shared.tls.enabled", "tls files or server_name are set but tls is not enabled")
+	}
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		add("cache.shared.tls", "cert_file and key_file go together")
+	}
 }
