@@ -100,6 +100,9 @@ type RateLimit struct {
 type Auth struct {
 	Workers int `yaml:"workers"` // concurrent bcrypt checks; default 0: one less than GOMAXPROCS (at least 1)
 	Queue   int `yaml:"queue"`   // checks waiting for a worker before 429; default 8
+	// ChecksPerSecond bounds the bcrypt checks started a second (burst: a
+	// second's worth); past it 429. Default 10.
+	ChecksPerSecond float64 `yaml:"checks_per_second"`
 	// FailuresPerAddress and FailuresPerUsername are token buckets of
 	// failed checks; an attempt finding its bucket empty gets 429 without
 	// a check. Defaults: 30 a minute, burst 10 per address; 10 a minute,

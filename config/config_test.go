@@ -239,6 +239,7 @@ func TestAbuseLimits(t *testing.T) {
 		}
 		want := config.Auth{
 			Queue:               8,
+			ChecksPerSecond:     10,
 			FailuresPerAddress:  config.FailureLimit{PerMinute: 30, Burst: 10},
 			FailuresPerUsername: config.FailureLimit{PerMinute: 10, Burst: 5},
 			VerifiedEntries:     10000,
@@ -265,6 +266,7 @@ server:
 auth:
   workers: -1
   queue: -2
+  checks_per_second: -1
   failures_per_address: {per_minute: -1, burst: 0}
   failures_per_username: {per_minute: 5}
   verified_entries: -5
@@ -281,10 +283,11 @@ auth:
 			`c.yaml:5: server.trusted_proxies[2]: invalid address or CIDR prefix "10.0.0.0/40" (want e.g. 10.0.0.0/8, 192.0.2.7 or ::1)`,
 			`c.yaml:7: auth.workers: must not be negative (0: one less than the number of CPUs)`,
 			`c.yaml:8: auth.queue: must be at least 1`,
-			`c.yaml:9: auth.failures_per_address.per_minute: must be a positive number`,
-			`c.yaml:9: auth.failures_per_address.burst: must be at least 1`,
-			`c.yaml:10: auth.failures_per_username.burst: must be at least 1`,
-			`c.yaml:11: auth.verified_entries: must be at least 1`,
+			`c.yaml:9: auth.checks_per_second: must be a positive number`,
+			`c.yaml:10: auth.failures_per_address.per_minute: must be a positive number`,
+			`c.yaml:10: auth.failures_per_address.burst: must be at least 1`,
+			`c.yaml:11: auth.failures_per_username.burst: must be at least 1`,
+			`c.yaml:12: auth.verified_entries: must be at least 1`,
 		}
 		if diff := cmp.Diff(want, []string(probs)); diff != "" {
 			t.Errorf("problems mismatch (-want +got):\n%s", diff)

@@ -108,6 +108,9 @@ func (c *Config) ApplyDefaults() {
 	if c.Auth.Queue == 0 {
 		c.Auth.Queue = 8
 	}
+	if c.Auth.ChecksPerSecond == 0 {
+		c.Auth.ChecksPerSecond = 10
+	}
 	if c.Auth.FailuresPerAddress == (FailureLimit{}) {
 		c.Auth.FailuresPerAddress = FailureLimit{PerMinute: 30, Burst: 10}
 	}
@@ -290,6 +293,9 @@ func (c *Config) validate() []problem {
 	}
 	if c.Auth.Queue < 1 {
 		add("auth.queue", "must be at least 1")
+	}
+	if !(c.Auth.ChecksPerSecond > 0) || math.IsInf(c.Auth.ChecksPerSecond, 0) {
+		add("auth.checks_per_second", "must be a positive number")
 	}
 	for _, f := range []struct {
 		path string

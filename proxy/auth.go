@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
+	"math"
 	"net/http"
 	"net/netip"
 	"runtime"
@@ -13,6 +14,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/sync/singleflight"
+	"golang.org/x/time/rate"
 
 	"listingproxy/clientip"
 )
@@ -77,6 +79,13 @@ type AuthOptions struct {
 	// Queue is how many checks may wait for a worker; past it a request
 	// gets 429 without a check. Default 8.
 	Queue int
+	// ChecksPerSecond bounds the checks started a second, in a token
+	// bucket with a second's burst; past it a request gets 429 (pool
+	// full) without a check. Workers bounds how many CPUs bcrypt may
+	// take; this bounds how much of them, which matters when Workers is
+	// already 1 (on 2 CPUs, one busy worker is half the machine). Default
+	// 10 (at bcrypt cost 10, about half of one CPU); negative: no bound.
+	ChecksPerSecond float64
 	// AddressFailures and UsernameFailures are token buckets of failed
 	// checks per client address (IPv6: per /64) and per username (known
 	// or not); an attempt that finds its bucket empty gets 429 without a
@@ -106,6 +115,7 @@ const (
 	defaultAuthQueue       = 8
 	defaultVerifiedEntries = 10000
 	defaultRefusalDelay    = time.Second
+	defaultChecksPerSecond = 10
 	// failedEntries bounds the remembered failed headers; they live apart
 	// from verified ones, so a flood of bad headers evicts only bad ones.
 	failedEntries = 4096
@@ -147,6 +157,7 @@ type authGuard struct {
 	now       func() time.Time
 	clientIP  clientip.Resolver
 	admit     chan struct{} // a slot per worker and per queue place
+	checks    *rate.Limiter // checks started a second; nil: no bound
 	work      chan struct{} // a slot per worker
 	addresses *bucketTable[netip.Addr]
 	usernames *bucketTable[string]
@@ -172,6 +183,9 @@ func newAuthGuard(o AuthOptions, now func() time.Time) *authGuard {
 		compare:   o.Compare,
 		delay:     max(cmp.Or(o.RefusalDelay, defaultRefusalDelay), 0),
 	}
+	if cps := cmp.Or(o.ChecksPerSecond, defaultChecksPerSecond); cps > 0 {
+		g.checks = rate.NewLimiter(rate.Limit(cps), max(1, int(math.Ceil(cps))))
+	}
 	if g.compare == nil {
 		g.compare = bcrypt.CompareHashAndPassword
 	}
@@ -186,9 +200,13 @@ func orLimit(l, def Limit) Limit {
 }
 
 // check runs fn on a pool worker, waiting behind at most the queue; it
-// reports false, without running fn, when the queue is full. The wait is
-// bounded by the queue's length times one check, so it needs no deadline.
+// reports false, without running fn, when the second's checks are spent or
+// the queue is full. The wait is bounded by the queue's length times one
+// check, so it needs no deadline.
 func (g *authGuard) check(fn func()) bool {
+	if g.checks != nil && !g.checks.AllowN(g.now(), 1) {
+		return false
+	}
 	select {
 	case g.admit <- struct{}{}:
 	default:
@@ -215,7 +233,7 @@ type authenticator struct {
 
 	// verified holds only credentials that passed, in their canonical
 	// spelling, so only a password's holder can add to it; failed holds
-	// recent failures, so a client repeating a wrong header costs nothing.
+	// recent failures, so a client repeating a wrong header costs no bcrypt.
 	verified *clockMemo[*principal]
 	failed   *clockMemo[struct{}]
 	flight   singleflight.Group

@@ -356,6 +356,28 @@ func TestAuthPoolBoundsChecks(t *testing.T) {
 	}
 }
 
+// TestAuthChecksPerSecond: past the checks a second may start, a new
+// header gets 429 (pool full) without a check, until the bucket refills.
+func TestAuthChecksPerSecond(t *testing.T) {
+	clk := newClock()
+	s, c := authServer(t, proxy.AuthOptions{ChecksPerSecond: 2}, clk)
+	var got []int
+	for i, step := range []time.Duration{0, 0, 0, 0, 499 * time.Millisecond, time.Millisecond} {
+		clk.Add(step)
+		w := send(s, "/au/properties.json", fmt.Sprintf("192.0.2.%d:1", i), []string{basicRaw(fmt.Sprintf("user%d:x", i))})
+		got = append(got, w.Code)
+		if w.Code == http.StatusTooManyRequests && w.Body.String() != busy {
+			t.Errorf("attempt %d: body %q, want %q", i, w.Body, busy)
+		}
+	}
+	if diff := cmp.Diff([]int{401, 401, 429, 429, 429, 401}, got); diff != "" {
+		t.Errorf("statuses (-want +got):\n%s", diff)
+	}
+	if got := c.n.Load(); got != 3 {
+		t.Errorf("checks = %d, want 3", got)
+	}
+}
+
 // TestAuthSharedCheck: concurrent first uses of one header share one check.
 func TestAuthSharedCheck(t *testing.T) {
 	s, c := authServer(t, proxy.AuthOptions{}, newClock())
@@ -391,7 +413,7 @@ func TestAuthSharedCheck(t *testing.T) {
 // headers leaves it alone; tenants never see each other's data.
 func TestAuthMemo(t *testing.T) {
 	t.Run("flood of bad headers keeps verified users", func(t *testing.T) {
-		s, c := authServer(t, proxy.AuthOptions{VerifiedEntries: 2, AddressFailures: proxy.Limit{PerSecond: 1, Burst: 1 << 20}, UsernameFailures: proxy.Limit{PerSecond: 1, Burst: 1 << 20}}, newClock())
+		s, c := authServer(t, proxy.AuthOptions{VerifiedEntries: 2, ChecksPerSecond: -1, AddressFailures: proxy.Limit{PerSecond: 1, Burst: 1 << 20}, UsernameFailures: proxy.Limit{PerSecond: 1, Burst: 1 << 20}}, newClock())
 		for _, u := range []string{"harbour", "summit"} {
 			if w := send(s, "/au/properties.json", "192.0.2.1:1", []string{basic(u)}); w.Code != 200 {
 				t.Fatalf("%s: status %d", u, w.Code)

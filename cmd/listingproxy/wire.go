@@ -277,7 +277,7 @@ func authOptions(cfg *config.Config) proxy.AuthOptions {
 		return proxy.Limit{PerSecond: f.PerMinute / 60, Burst: f.Burst}
 	}
 	return proxy.AuthOptions{
-		Workers: c.Workers, Queue: c.Queue, VerifiedEntries: c.VerifiedEntries, RefusalDelay: c.RefusalDelay.D(),
+		Workers: c.Workers, Queue: c.Queue, ChecksPerSecond: c.ChecksPerSecond, VerifiedEntries: c.VerifiedEntries, RefusalDelay: c.RefusalDelay.D(),
 		AddressFailures: perMinute(c.FailuresPerAddress), UsernameFailures: perMinute(c.FailuresPerUsername),
 		ClientIP: clientip.Resolver{Trusted: trustedProxies(cfg)},
 	}
