@@ -70,22 +70,24 @@ func TestPromMetrics(t *testing.T) {
 	}
 }
 
-// exportedMetrics scrapes h's /metrics and returns each family's type.
-func exportedMetrics(t *testing.T, h http.Handler) map[string]string {
+// exportedMetrics scrapes h's /metrics and returns each family's type, and
+// the exposition.
+func exportedMetrics(t *testing.T, h http.Handler) (map[string]string, string) {
 	t.Helper()
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
 	if w.Code != http.StatusOK {
 		t.Fatalf("GET /metrics: %d", w.Code)
 	}
+	text := w.Body.String()
 	types := map[string]string{}
-	sc := bufio.NewScanner(w.Body)
+	sc := bufio.NewScanner(strings.NewReader(text))
 	for sc.Scan() {
 		if f := strings.Fields(sc.Text()); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" {
 			types[f[2]] = f[3]
 		}
 	}
-	return types
+	return types, text
 }
 
 // exports reports whether name is a series of an exported family: the
@@ -225,7 +227,20 @@ func TestDeployQueriesNameExportedMetrics(t *testing.T) {
 	if w.Code != http.StatusOK {
 		t.Fatalf("purge: %d %s", w.Code, w.Body)
 	}
-	types := exportedMetrics(t, a.admin)
+	types, text := exportedMetrics(t, a.admin)
+	for _, want := range []string{
+		`listingproxy_cache_purges_total{kind="tenant",mode="soft",source="admin"} 1`,
+		`listingproxy_tenant_requests_total{backend="demo",cache="hit",tenant="harbour"} 1`,
+		`listingproxy_tenant_server_errors_total{backend="legacy",tenant="summit"} 3`,
+		`listingproxy_breaker_state{backend="legacy",state="open",tenant="summit"} 1`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if ev := a.metrics.RecentEvents(); len(ev) != 1 || ev[0].Kind != "purge" || !strings.Contains(ev[0].Detail, "tenant=harbour") {
+		t.Errorf("recent events %+v, want the admin purge", ev)
+	}
 
 	dashboards, _ := filepath.Glob("../../deploy/grafana/*.json")
 	rules, _ := filepath.Glob("../../deploy/prometheus/*-rules.yml")

@@ -325,11 +325,11 @@ func TestRunReloadsOnSIGHUPAndFlushesOnShutdown(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"listingproxy", "-config", path}, func(string) string { return "" }, nil, &stdout, &stderr)
 	}()
-	var base string
+	var base, admin string
 	eventually(t, "run prints where it listens", func() bool {
 		m := listenLine.FindStringSubmatch(stdout.String())
 		if m != nil {
-			base = m[1]
+			base, admin = m[1], m[2]
 		}
 		return m != nil
 	})
@@ -373,6 +373,21 @@ func TestRunReloadsOnSIGHUPAndFlushesOnShutdown(t *testing.T) {
 	})
 	if got := status("summit", "summit-demo"); got != 200 {
 		t.Errorf("summit after a rejected reload: %d", got)
+	}
+	resp, err := client.Get(admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`listingproxy_config_reloads_total{result="success"} 1`,
+		`listingproxy_config_reloads_total{result="failure"} 1`,
+		`listingproxy_config_last_reload_successful 0`,
+	} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("after one good and one rejected reload, /metrics lacks %s", want)
+		}
 	}
 
 	cancel()
