@@ -1,7 +1,10 @@
 // Package proxy owns listingproxy's HTTP surface: the routes of the listing
-// API, HTTP Basic authentication, criteria errors and permissions, the cache
-// lookup around each backend call, rendering (through proxy/render), and the
-// one table that maps errors to HTTP statuses and the spec's error bodies.
+// API, HTTP Basic authentication and the limits on its cost (auth.go,
+// limits.go: a bcrypt pool, failure buckets per client address and
+// username, per-tenant rate limits), criteria errors and permissions, the
+// cache lookup around each backend call, rendering (through proxy/render),
+// and the one table that maps errors to HTTP statuses and the spec's error
+// bodies.
 //
 // It never imports database/sql or config: backends arrive as
 // upstream.Backend values, settings as constructor arguments. For telemetry
