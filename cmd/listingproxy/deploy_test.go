@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -88,6 +89,24 @@ func exportedMetrics(t *testing.T, h http.Handler) (map[string]string, string) {
 		}
 	}
 	return types, text
+}
+
+// wantMetrics fetches the admin listener's /metrics with client and
+// reports each of want (a line of the exposition) that it lacks; context
+// says when.
+func wantMetrics(t *testing.T, client *http.Client, admin, context string, want ...string) {
+	t.Helper()
+	resp, err := client.Get(admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, w := range want {
+		if !strings.Contains(string(text), w) {
+			t.Error(strings.TrimSpace(context + " /metrics lacks " + w))
+		}
+	}
 }
 
 // exports reports whether name is a series of an exported family: the
