@@ -89,7 +89,7 @@ YAML
 		(
 			out=$(curl -s -o /dev/null -m 60 -u bench:bench-pw \
 				-w '%{http_code} %{time_total} %{size_download}' \
-				"$lp/au/properties.xml?detail=full&limit=1000&suburb=s$i" 2>/dev/null) && rc=0 || rc=$?
+				"$lp/au/properties.xml?detail=full&limit=1000&price_from=$i" 2>/dev/null) && rc=0 || rc=$?
 			printf 'client %2d  status %s  %6.2fs  %9s bytes  curl exit %s\n' "$i" \
 				"$(cut -d' ' -f1 <<<"$out")" "$(cut -d' ' -f2 <<<"$out")" "$(cut -d' ' -f3 <<<"$out")" "$rc"
 		) >"$work/client.$i" &

@@ -1,62 +1,61 @@
 package main
 
 import (
-	"context"
 	"log/slog"
+	"math"
 	"runtime/debug"
-	"runtime/metrics"
-	"time"
 )
 
-// gcHeadroom is the least the heap may grow between two garbage
-// collections. Go's own floor is 4 MiB (at GOGC=100), sized for small
-// programs: listingproxy's live heap is small until the cache fills, and
-// net/http allocates a few KiB per request, so with the floor a busy
-// proxy collects dozens of times a second (about 2-4% of a cache hit's CPU
-// here). 64 MiB of headroom is a small part of any cache budget
-// (cache.max_bytes, 256 MiB by default).
-const gcHeadroom = 64 << 20
+// memHeadroom is what the memory limit allows beyond the cache's budget
+// and half of it again: net/http's buffers, fills in flight, the runtime's
+// own structures. The limit leaves another ~16 MiB of the RSS target
+// (1.5 × cache.max_bytes + 64 MiB) to what the runtime does not count: the
+// binary's resident code and data.
+const memHeadroom = 48 << 20
 
-// tuneGC keeps the garbage collector's heap goal at least headroom above
-// the live heap: every tick it sets GOGC to max(100, headroom/live*100),
-// capped at 10000. Once the live heap exceeds headroom, GOGC is 100, Go's
-// default; the extra memory is never more than headroom. An explicit GOGC
-// in the environment is the operator's choice and turns this off.
-func tuneGC(ctx context.Context, headroom uint64, every time.Duration, getenv func(string) string, log *slog.Logger) {
-	if getenv("GOGC") != "" {
-		log.Debug("GOGC set: garbage collector tuning off", "GOGC", getenv("GOGC"))
-		return
+// memoryLimit is the runtime's soft memory limit for a cache of maxBytes:
+// 1.5 × maxBytes + 48 MiB (saturating).
+func memoryLimit(maxBytes int64) int64 {
+	if maxBytes > (math.MaxInt64-memHeadroom)/3*2 {
+		return math.MaxInt64
 	}
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	current := -1
-	defer func() { debug.SetGCPercent(100) }()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		metrics.Read(sample)
-		var live uint64
-		if sample[0].Value.Kind() == metrics.KindUint64 {
-			live = sample[0].Value.Uint64()
-		}
-		if pct := gcPercent(live, headroom); pct != current {
-			debug.SetGCPercent(pct)
-			current = pct
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	return maxBytes + maxBytes/2 + memHeadroom
 }
 
-// gcPercent is the GOGC that puts the heap goal headroom above a live heap
-// of live bytes (live*(1+GOGC/100)), at least Go's default of 100 and at
-// most 10000. It is rounded down to a multiple of 100 so that small changes
-// of the live heap do not reset it every tick.
-func gcPercent(live, headroom uint64) int {
-	live = max(live, 1<<20) // no live heap measured yet (before the first cycle)
-	pct := headroom * 100 / live
-	pct = pct / 100 * 100
-	return int(min(max(pct, 100), 10000))
+// limitMemory makes cache.max_bytes bound the process with the runtime's
+// own knobs rather than a tuner of ours. Unless GOMEMLIMIT is set, it sets
+// the soft memory limit to memoryLimit(maxBytes); unless GOGC is set, it
+// turns proportional collection off (GOGC=off), so the collector runs when
+// the heap nears the limit, not each time it doubles. Together they give a
+// small live heap the whole budget as headroom (a busy proxy with a small
+// cache collects a few times a minute instead of dozens of times a second)
+// and a full cache the remaining half of max_bytes plus 48 MiB. Either
+// variable, when set, is the operator's choice and is left alone: the
+// runtime has already read it (and with no limit at all, GOMEMLIMIT=off,
+// GOGC stays at its default). It returns a function that puts back the
+// settings it changed.
+func limitMemory(maxBytes int64, getenv func(string) string, log *slog.Logger) (restore func()) {
+	var undo []func()
+	if v := getenv("GOMEMLIMIT"); v != "" {
+		log.Debug("GOMEMLIMIT set: memory limit left to it", "GOMEMLIMIT", v)
+	} else {
+		limit := memoryLimit(maxBytes)
+		prev := debug.SetMemoryLimit(limit)
+		undo = append(undo, func() { debug.SetMemoryLimit(prev) })
+		log.Debug("memory limit from cache.max_bytes", "limit_bytes", limit)
+	}
+	switch v := getenv("GOGC"); {
+	case v != "":
+		log.Debug("GOGC set: left to it", "GOGC", v)
+	case debug.SetMemoryLimit(-1) == math.MaxInt64:
+		// GOMEMLIMIT=off: without a limit, GOGC=off would never collect.
+	default:
+		prev := debug.SetGCPercent(-1)
+		undo = append(undo, func() { debug.SetGCPercent(prev) })
+	}
+	return func() {
+		for _, f := range undo {
+			f()
+		}
+	}
 }

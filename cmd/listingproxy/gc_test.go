@@ -1,85 +1,74 @@
 package main
 
 import (
-	"context"
 	"log/slog"
+	"math"
 	"runtime/debug"
-	"runtime/metrics"
 	"testing"
-	"time"
 )
 
-func TestGCPercent(t *testing.T) {
-	const headroom = 64 << 20
+func TestMemoryLimit(t *testing.T) {
+	const MiB = 1 << 20
 	for _, tc := range []struct {
-		live uint64
-		want int
+		maxBytes, want int64
 	}{
-		{0, 6400},        // nothing measured yet: as for 1 MiB
-		{1 << 20, 6400},  // 1 MiB live: goal 65 MiB
-		{4 << 20, 1600},  // the demo's live heap: goal 68 MiB
-		{10 << 20, 600},  // 640 rounded down to a multiple of 100
-		{32 << 20, 200},  // goal 96 MiB
-		{64 << 20, 100},  // Go's default from here on
-		{300 << 20, 100}, // a full cache: never below the default
-		{1 << 10, 6400},  // below 1 MiB counts as 1 MiB
+		{16 * MiB, 72 * MiB},   // RSS target 1.5 × 16 + 64 = 88 MiB
+		{64 * MiB, 144 * MiB},  // target 160 MiB
+		{256 * MiB, 432 * MiB}, // the default cache: target 448 MiB
+		{1 * MiB, 49*MiB + MiB/2},
+		{math.MaxInt64 / 4 * 3, math.MaxInt64}, // saturates
 	} {
-		if got := gcPercent(tc.live, headroom); got != tc.want {
-			t.Errorf("gcPercent(%d MiB) = %d, want %d", tc.live>>20, got, tc.want)
+		if got := memoryLimit(tc.maxBytes); got != tc.want {
+			t.Errorf("memoryLimit(%d) = %d, want %d", tc.maxBytes, got, tc.want)
 		}
 	}
-	if got := gcPercent(1<<20, 1<<40); got != 10000 {
-		t.Errorf("gcPercent with a huge headroom = %d, want the 10000 cap", got)
-	}
 }
 
-// TestTuneGCRespectsGOGC: with GOGC in the environment the tuner returns at
-// once and leaves the percentage alone.
-func TestTuneGCRespectsGOGC(t *testing.T) {
-	before := debug.SetGCPercent(137)
-	defer debug.SetGCPercent(before)
-	done := make(chan struct{})
-	go func() {
-		tuneGC(context.Background(), 64<<20, time.Hour, func(k string) string {
-			if k == "GOGC" {
-				return "200"
+// TestLimitMemory: the limit and GOGC=off are set unless the environment
+// sets them, and restore puts back what was there.
+func TestLimitMemory(t *testing.T) {
+	const maxBytes = 64 << 20
+	const operatorLimit = 1 << 30
+	tests := []struct {
+		name          string
+		env           map[string]string
+		runtimeLimit  int64 // the limit the runtime runs with before (from GOMEMLIMIT)
+		wantLimit     int64
+		wantGCPercent int
+	}{
+		{name: "nothing set", runtimeLimit: math.MaxInt64, wantLimit: memoryLimit(maxBytes), wantGCPercent: -1},
+		{name: "GOGC set", env: map[string]string{"GOGC": "200"}, runtimeLimit: math.MaxInt64, wantLimit: memoryLimit(maxBytes), wantGCPercent: 137},
+		{name: "GOMEMLIMIT set", env: map[string]string{"GOMEMLIMIT": "1GiB"}, runtimeLimit: operatorLimit, wantLimit: operatorLimit, wantGCPercent: -1},
+		{name: "GOMEMLIMIT=off keeps GOGC", env: map[string]string{"GOMEMLIMIT": "off"}, runtimeLimit: math.MaxInt64, wantLimit: math.MaxInt64, wantGCPercent: 137},
+		{name: "both set", env: map[string]string{"GOMEMLIMIT": "1GiB", "GOGC": "50"}, runtimeLimit: operatorLimit, wantLimit: operatorLimit, wantGCPercent: 137},
+	}
+	beforeLimit, beforePercent := debug.SetMemoryLimit(-1), debug.SetGCPercent(100)
+	defer func() { debug.SetMemoryLimit(beforeLimit); debug.SetGCPercent(beforePercent) }()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			debug.SetMemoryLimit(tc.runtimeLimit)
+			debug.SetGCPercent(137)
+			restore := limitMemory(maxBytes, func(k string) string { return tc.env[k] }, slog.New(slog.DiscardHandler))
+			if got := debug.SetMemoryLimit(-1); got != tc.wantLimit {
+				t.Errorf("memory limit = %d, want %d", got, tc.wantLimit)
 			}
-			return ""
-		}, slog.New(slog.DiscardHandler))
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("tuneGC kept running although GOGC is set")
-	}
-	if got := gogc(); got != 137 {
-		t.Errorf("GOGC changed to %d although the environment sets it", got)
-	}
-}
-
-// TestTuneGCSetsAndRestores runs the tuner until cancelled: it raises the
-// percentage for a small live heap and puts Go's default back when it stops.
-func TestTuneGCSetsAndRestores(t *testing.T) {
-	before := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(before)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		tuneGC(ctx, 1<<40, time.Hour, func(string) string { return "" }, slog.New(slog.DiscardHandler))
-		close(done)
-	}()
-	eventually(t, "GOGC raised to the cap", func() bool { return gogc() == 10000 })
-	cancel()
-	<-done
-	if got := gogc(); got != 100 {
-		t.Errorf("GOGC after the tuner stopped = %d, want 100", got)
+			if got := gcPercent(); got != tc.wantGCPercent {
+				t.Errorf("GOGC = %d, want %d", got, tc.wantGCPercent)
+			}
+			restore()
+			if got := debug.SetMemoryLimit(-1); got != tc.runtimeLimit {
+				t.Errorf("memory limit after restore = %d, want %d", got, tc.runtimeLimit)
+			}
+			if got := gcPercent(); got != 137 {
+				t.Errorf("GOGC after restore = %d, want 137", got)
+			}
+		})
 	}
 }
 
-// gogc reads the current GOGC percentage.
-func gogc() int {
-	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-	metrics.Read(s)
-	return int(s[0].Value.Uint64())
+// gcPercent reads the current GOGC percentage (-1: off).
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
 }

@@ -85,11 +85,8 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 		_ = tcp.Close()
 		return err
 	}
-	// The garbage collector's tuning (see tuneGC) lives as long as serve.
-	gctx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
-	gcDone := make(chan struct{})
-	defer func() { stopBackground(); <-gcDone }()
-	go func() { defer close(gcDone); tuneGC(gctx, gcHeadroom, time.Second, getenv, log) }()
+	// The memory limit (see limitMemory) lasts as long as serve.
+	defer limitMemory(int64(cfg.Cache.MaxBytes), getenv, log)()
 	servers := []served{{newHTTPServer(cfg.Server, app.handler, log), ln}}
 	adminURL := ""
 	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
