@@ -71,9 +71,12 @@ func NewEntry(body []byte, contentType string, negative bool, now time.Time) *En
 // policy's counters.
 const entryOverhead = 256
 
-// cost is what an entry counts against Options.MaxBytes.
+// cost is what an entry counts against Options.MaxBytes. The byte slices
+// count by capacity: a body built by appending holds up to a quarter more
+// memory than its length, and the process's memory limit is derived from
+// MaxBytes.
 func cost(k Key, e *Entry) int64 {
-	return int64(len(e.Body)+len(e.Gzip)+len(e.ETag)+len(e.ContentType)+
+	return int64(cap(e.Body)+cap(e.Gzip)+len(e.ETag)+len(e.ContentType)+
 		len(k.Tenant)+len(k.Resource)+len(k.Scope)+len(k.Variant)) + entryOverhead
 }
 

@@ -7,14 +7,15 @@ import (
 )
 
 // memHeadroom is what the memory limit allows beyond the cache's budget
-// and half of it again: net/http's buffers, fills in flight, the runtime's
-// own structures. The limit leaves another ~16 MiB of the RSS target
+// and half of it again: the rest of the live heap (about 8 MiB on the
+// demo), net/http's buffers, fills in flight, the runtime's own
+// structures. The limit leaves another 32 MiB of the RSS target
 // (1.5 × cache.max_bytes + 64 MiB) to what the runtime does not count: the
-// binary's resident code and data.
-const memHeadroom = 48 << 20
+// binary's resident code and data (about 22 MiB measured under load).
+const memHeadroom = 32 << 20
 
 // memoryLimit is the runtime's soft memory limit for a cache of maxBytes:
-// 1.5 × maxBytes + 48 MiB (saturating).
+// 1.5 × maxBytes + 32 MiB (saturating).
 func memoryLimit(maxBytes int64) int64 {
 	if maxBytes > (math.MaxInt64-memHeadroom)/3*2 {
 		return math.MaxInt64
@@ -29,7 +30,7 @@ func memoryLimit(maxBytes int64) int64 {
 // the heap nears the limit, not each time it doubles. Together they give a
 // small live heap the whole budget as headroom (a busy proxy with a small
 // cache collects a few times a minute instead of dozens of times a second)
-// and a full cache the remaining half of max_bytes plus 48 MiB. Either
+// and a full cache the remaining half of max_bytes plus 32 MiB. Either
 // variable, when set, is the operator's choice and is left alone: the
 // runtime has already read it (and with no limit at all, GOMEMLIMIT=off,
 // GOGC stays at its default). It returns a function that puts back the

@@ -12,10 +12,10 @@ func TestMemoryLimit(t *testing.T) {
 	for _, tc := range []struct {
 		maxBytes, want int64
 	}{
-		{16 * MiB, 72 * MiB},   // RSS target 1.5 × 16 + 64 = 88 MiB
-		{64 * MiB, 144 * MiB},  // target 160 MiB
-		{256 * MiB, 432 * MiB}, // the default cache: target 448 MiB
-		{1 * MiB, 49*MiB + MiB/2},
+		{16 * MiB, 56 * MiB},   // RSS target 1.5 × 16 + 64 = 88 MiB
+		{64 * MiB, 128 * MiB},  // target 160 MiB
+		{256 * MiB, 416 * MiB}, // the default cache: target 448 MiB
+		{1 * MiB, 33*MiB + MiB/2},
 		{math.MaxInt64 / 4 * 3, math.MaxInt64}, // saturates
 	} {
 		if got := memoryLimit(tc.maxBytes); got != tc.want {

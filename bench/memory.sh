@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# bench/memory.sh: does cache.max_bytes bound the process, and what does the
+# garbage collector's setting cost the hit path? Two parts, each comparing
+# this tree's listingproxy ("new") with one built from BASE_REV ("old", by
+# default the last commit with the per-second GOGC tuner, cmd/listingproxy
+# gc.go's tuneGC), both on the demo (SQLite, authentication on, access log
+# off), on free 127.0.0.1 ports.
+#
+#   churn  for each MAX_BYTES (16MiB and 64MiB), a fresh server of each
+#          build gets KEYS distinct full-detail lists (limit 11..50 x
+#          offset 0..; 20-100 KB each) from bench/cmd/warm with 8 in
+#          flight, twice over; prints the peak RSS (VmHWM of
+#          /proc/PID/status) against the target 1.5 x max_bytes + 64 MiB.
+#   hit    cache-hit throughput of both builds (the demo's 256MiB cache),
+#          wrk pinned to CPU 1 and the servers to CPU 0, ROUNDS interleaved
+#          rounds of DURATION each; prints req/s medians and the median of
+#          the per-round ratios new/old (target >= 0.95).
+#
+#   bash bench/memory.sh                                # both parts
+#   PARTS=churn MAX_BYTES="16MiB" KEYS=1000 bash bench/memory.sh   # a short run
+#   BASE_REV=main~5 bash bench/memory.sh                # another baseline
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PARTS=${PARTS:-"churn hit"}
+MAX_BYTES=${MAX_BYTES:-"16MiB 64MiB"}
+KEYS=${KEYS:-4000}
+ROUNDS=${ROUNDS:-9}
+DURATION=${DURATION:-3s}
+CONNECTIONS=${CONNECTIONS:-32}
+if [ -z "${BASE_REV:-}" ]; then
+	removed=$(git log -1 --format=%H -G'func tuneGC' -- cmd/listingproxy/gc.go)
+	if grep -q 'func tuneGC' cmd/listingproxy/gc.go; then BASE_REV=HEAD; else BASE_REV="$removed^"; fi
+fi
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	git worktree remove --force "$work/base" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "building new (this tree) and old ($BASE_REV = $(git rev-parse --short "$BASE_REV"))..."
+go build -o "$work/new" ./cmd/listingproxy
+go build -o "$work/warm" ./bench/cmd/warm
+git worktree add --detach "$work/base" "$BASE_REV" >/dev/null 2>&1
+(cd "$work/base" && go build -o "$work/old" ./cmd/listingproxy)
+echo "$(nproc) CPUs, $(go version | cut -d' ' -f3); a shared machine: figures are noisy"
+
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 1 300); do if curl -s -o /dev/null "http://127.0.0.1:$1/"; then return; fi; sleep 0.1; done; echo "port $1 never answered"; exit 1; }
+AUTH="Authorization: Basic $(printf 'harbour:harbour-demo' | base64)"
+# start BIN PORT MAXBYTES: runs a server on the demo (its database is seeded
+# once and shared), prints its pid.
+start() {
+	sed -e "s|listen: \"[^\"]*\"|listen: \"127.0.0.1:$2\"|" \
+		-e "s|admin_listen: \"[^\"]*\"|admin_listen: \"off\"|" \
+		-e "s|file:listingproxy-demo.db|file:$work/demo.db|" \
+		-e "s|max_bytes: 256MiB|max_bytes: $3|" \
+		-e "s|level: info|level: error|" config.yaml >"$work/config.$2.yaml"
+	${PIN_SERVER:-} "$work/$1" -config "$work/config.$2.yaml" >"$work/lp.$2.log" 2>&1 &
+	echo $!
+}
+port=$(free_port); pid=$(start new "$port" 256MiB); pids+=("$pid"); wait_port "$port"; kill "$pid"; wait "$pid" 2>/dev/null || true
+
+if [[ " $PARTS " == *" churn "* ]]; then
+	: >"$work/paths"
+	n=0
+	for offset in $(seq 0 1000); do
+		for limit in $(seq 11 50); do
+			[ "$n" -ge "$KEYS" ] && break 2
+			echo "/au/properties.json?detail=full&limit=$limit&offset=$offset" >>"$work/paths"
+			n=$((n + 1))
+		done
+	done
+	echo
+	echo "== churn: $KEYS distinct full lists, twice, 8 in flight =="
+	for mb in $MAX_BYTES; do
+		mib=${mb%MiB}
+		target=$((mib * 3 / 2 + 64))
+		for bin in old new; do
+			port=$(free_port); pid=$(start "$bin" "$port" "$mb"); pids+=("$pid"); wait_port "$port"
+			start_s=$(date +%s.%N)
+			"$work/warm" -base "http://127.0.0.1:$port" -paths "$work/paths" -c 8 -H "$AUTH" >/dev/null
+			"$work/warm" -base "http://127.0.0.1:$port" -paths "$work/paths" -c 8 -H "$AUTH" >/dev/null
+			took=$(echo "$(date +%s.%N) - $start_s" | bc)
+			hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
+			printf 'max_bytes %-6s %-3s peak RSS %4d MiB (target %d MiB) %s; %.1fs for %d requests\n' "$mb" "$bin" \
+				$((hwm / 1024)) "$target" "$([ $((hwm / 1024)) -le "$target" ] && echo within || echo OVER)" "$took" $((2 * KEYS))
+			kill "$pid"; wait "$pid" 2>/dev/null || true
+		done
+	done
+fi
+
+if [[ " $PARTS " == *" hit "* ]]; then
+	command -v wrk >/dev/null || { echo "installing wrk (apt-get)"; (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null; }
+	WRK_CPU=() THREADS=2
+	if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then PIN_SERVER="taskset -c 0" WRK_CPU=(taskset -c 1) THREADS=1; fi
+	declare -A PORT
+	for bin in old new; do
+		PORT[$bin]=$(free_port); pid=$(start "$bin" "${PORT[$bin]}" 256MiB); pids+=("$pid"); wait_port "${PORT[$bin]}"
+	done
+	median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+	echo
+	echo "== hit: $ROUNDS interleaved rounds of $DURATION, $CONNECTIONS connections =="
+	for path in "/au/properties/1.xml" "/au/properties.xml?detail=full&limit=22&status=current"; do
+		for bin in old new; do curl -fsS -H "$AUTH" "http://127.0.0.1:${PORT[$bin]}$path" -o /dev/null; : >"$work/$bin.rps"; done
+		: >"$work/ratio"
+		for r in $(seq "$ROUNDS"); do
+			order="old new"; [ $((r % 2)) -eq 0 ] && order="new old"
+			for bin in $order; do
+				"${WRK_CPU[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" -H "$AUTH" "http://127.0.0.1:${PORT[$bin]}$path" 2>/dev/null |
+					awk '/Requests\/sec/ {print $2}' >>"$work/$bin.rps"
+			done
+			paste "$work/new.rps" "$work/old.rps" | tail -1 | awk '{print $1/$2}' >>"$work/ratio"
+		done
+		printf '%-58s old %8.0f req/s  new %8.0f req/s  new/old %.3f (rounds: %s)\n' "$path" \
+			"$(median <"$work/old.rps")" "$(median <"$work/new.rps")" "$(median <"$work/ratio")" \
+			"$(sort -g "$work/ratio" | awk '{printf "%s%.2f", (NR>1 ? " " : ""), $1}')"
+	done
+fi
