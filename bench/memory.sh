@@ -13,12 +13,16 @@
 #          /proc/PID/status) against the target 1.5 x max_bytes + 64 MiB.
 #   hit    cache-hit throughput of both builds (the demo's 256MiB cache),
 #          wrk pinned to CPU 1 and the servers to CPU 0, ROUNDS interleaved
-#          rounds of DURATION each; prints req/s medians and the median of
-#          the per-round ratios new/old (target >= 0.95).
+#          rounds of DURATION each (the order alternating) after WARM (40s)
+#          of hits on each (the steady state: see below); prints req/s
+#          and CPU time per request (utime+stime of /proc/PID/stat around
+#          each wrk run) medians, and the medians of the per-round ratios
+#          new/old (target >= 0.95; CPU per request old/new, same sense).
 #
 #   bash bench/memory.sh                                # both parts
 #   PARTS=churn MAX_BYTES="16MiB" KEYS=1000 bash bench/memory.sh   # a short run
 #   BASE_REV=main~5 bash bench/memory.sh                # another baseline
+#   NEW_ENV='GOGC=100' bash bench/memory.sh             # the new build with this environment
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PARTS=${PARTS:-"churn hit"}
@@ -27,6 +31,7 @@ KEYS=${KEYS:-4000}
 ROUNDS=${ROUNDS:-9}
 DURATION=${DURATION:-3s}
 CONNECTIONS=${CONNECTIONS:-32}
+WARM=${WARM:-40s}
 if [ -z "${BASE_REV:-}" ]; then
 	removed=$(git log -1 --format=%H -G'func tuneGC' -- cmd/listingproxy/gc.go)
 	if grep -q 'func tuneGC' cmd/listingproxy/gc.go; then BASE_REV=HEAD; else BASE_REV="$removed^"; fi
@@ -60,7 +65,9 @@ start() {
 		-e "s|file:listingproxy-demo.db|file:$work/demo.db|" \
 		-e "s|max_bytes: 256MiB|max_bytes: $3|" \
 		-e "s|level: info|level: error|" config.yaml >"$work/config.$2.yaml"
-	${PIN_SERVER:-} "$work/$1" -config "$work/config.$2.yaml" >"$work/lp.$2.log" 2>&1 &
+	local envs=()
+	if [ "$1" = new ]; then read -ra envs <<<"${NEW_ENV:-}"; fi
+	env "${envs[@]}" ${PIN_SERVER:-} "$work/$1" -config "$work/config.$2.yaml" >"$work/lp.$2.log" 2>&1 &
 	echo $!
 }
 port=$(free_port); pid=$(start new "$port" 256MiB); pids+=("$pid"); wait_port "$port"; kill "$pid"; wait "$pid" 2>/dev/null || true
@@ -98,26 +105,39 @@ if [[ " $PARTS " == *" hit "* ]]; then
 	command -v wrk >/dev/null || { echo "installing wrk (apt-get)"; (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null; }
 	WRK_CPU=() THREADS=2
 	if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then PIN_SERVER="taskset -c 0" WRK_CPU=(taskset -c 1) THREADS=1; fi
-	declare -A PORT
+	declare -A PORT PID
 	for bin in old new; do
-		PORT[$bin]=$(free_port); pid=$(start "$bin" "${PORT[$bin]}" 256MiB); pids+=("$pid"); wait_port "${PORT[$bin]}"
+		PORT[$bin]=$(free_port); PID[$bin]=$(start "$bin" "${PORT[$bin]}" 256MiB); pids+=("${PID[$bin]}"); wait_port "${PORT[$bin]}"
+	done
+	ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+	hz=$(getconf CLK_TCK)
+	# GOGC=off lets the heap grow to the memory limit before its first
+	# collection: until then every new page costs a fault. Measure the
+	# steady state, after WARM of hits on each server.
+	for bin in old new; do
+		"${WRK_CPU[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$WARM" -H "$AUTH" "http://127.0.0.1:${PORT[$bin]}/au/properties/1.xml" >/dev/null 2>&1
 	done
 	median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 	echo
-	echo "== hit: $ROUNDS interleaved rounds of $DURATION, $CONNECTIONS connections =="
+	echo "== hit: $ROUNDS interleaved rounds of $DURATION, $CONNECTIONS connections, after $WARM of hits on each =="
 	for path in "/au/properties/1.xml" "/au/properties.xml?detail=full&limit=22&status=current"; do
-		for bin in old new; do curl -fsS -H "$AUTH" "http://127.0.0.1:${PORT[$bin]}$path" -o /dev/null; : >"$work/$bin.rps"; done
-		: >"$work/ratio"
+		for bin in old new; do curl -fsS -H "$AUTH" "http://127.0.0.1:${PORT[$bin]}$path" -o /dev/null; : >"$work/$bin.rps"; : >"$work/$bin.cpu"; done
+		: >"$work/ratio"; : >"$work/cpuratio"
 		for r in $(seq "$ROUNDS"); do
 			order="old new"; [ $((r % 2)) -eq 0 ] && order="new old"
 			for bin in $order; do
-				"${WRK_CPU[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" -H "$AUTH" "http://127.0.0.1:${PORT[$bin]}$path" 2>/dev/null |
-					awk '/Requests\/sec/ {print $2}' >>"$work/$bin.rps"
+				t0=$(ticks "${PID[$bin]}")
+				out=$("${WRK_CPU[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" -H "$AUTH" "http://127.0.0.1:${PORT[$bin]}$path" 2>/dev/null)
+				t1=$(ticks "${PID[$bin]}")
+				awk '/Requests\/sec/ {print $2}' <<<"$out" >>"$work/$bin.rps"
+				awk -v t=$((t1 - t0)) -v hz="$hz" '/requests in/ {printf "%.2f\n", t / hz * 1e6 / $1}' <<<"$out" >>"$work/$bin.cpu"
 			done
 			paste "$work/new.rps" "$work/old.rps" | tail -1 | awk '{print $1/$2}' >>"$work/ratio"
+			paste "$work/old.cpu" "$work/new.cpu" | tail -1 | awk '{print $1/$2}' >>"$work/cpuratio"
 		done
-		printf '%-58s old %8.0f req/s  new %8.0f req/s  new/old %.3f (rounds: %s)\n' "$path" \
-			"$(median <"$work/old.rps")" "$(median <"$work/new.rps")" "$(median <"$work/ratio")" \
-			"$(sort -g "$work/ratio" | awk '{printf "%s%.2f", (NR>1 ? " " : ""), $1}')"
+		printf '%-58s old %6.0f req/s %5.1fus CPU/req   new %6.0f req/s %5.1fus CPU/req\n' "$path" \
+			"$(median <"$work/old.rps")" "$(median <"$work/old.cpu")" "$(median <"$work/new.rps")" "$(median <"$work/new.cpu")"
+		printf '    median of per-round ratios: throughput new/old %.3f (rounds: %s); CPU per request old/new %.3f\n' \
+			"$(median <"$work/ratio")" "$(sort -g "$work/ratio" | awk '{printf "%s%.2f", (NR>1 ? " " : ""), $1}')" "$(median <"$work/cpuratio")"
 	done
 fi

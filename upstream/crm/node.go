@@ -77,7 +77,12 @@ func readNode(d *boundedDecoder, start xml.StartElement) (*node, error) {
 		n.attrs = make([]xml.Attr, len(start.Attr))
 		copy(n.attrs, start.Attr) // the decoder's strings are already copies
 	}
-	var text strings.Builder
+	// Text usually comes as one chunk: it is then copied once, at its
+	// size; a builder (which grows by doubling) only joins several.
+	var (
+		first string
+		more  strings.Builder
+	)
 	for {
 		t, err := d.Token()
 		if err != nil {
@@ -97,9 +102,21 @@ func readNode(d *boundedDecoder, start xml.StartElement) (*node, error) {
 			}
 			n.kids = append(n.kids, k)
 		case xml.CharData:
-			text.Write(t)
+			switch {
+			case first == "" && more.Len() == 0:
+				first = string(t)
+			case more.Len() == 0:
+				more.Grow(len(first) + len(t))
+				more.WriteString(first)
+				more.Write(t)
+			default:
+				more.Write(t)
+			}
 		case xml.EndElement:
-			n.text = strings.TrimSpace(text.String())
+			if more.Len() > 0 {
+				first = more.String()
+			}
+			n.text = strings.TrimSpace(first)
 			return n, nil
 		}
 	}
