@@ -7,6 +7,13 @@
 #
 #   bash bench/crm-hostile.sh                          # 16 clients x 15 MiB, shapes elements photos records text
 #   SHAPES=elements CLIENTS=4 SIZE=$((4<<20)) bash bench/crm-hostile.sh   # a short run
+#   LP_ENV='GOGC=100' bash bench/crm-hostile.sh        # listingproxy with this environment
+#
+# listingproxy collects only when its heap nears the memory limit derived
+# from cache.max_bytes (256MiB here: limit 416 MiB; docs/operations.md), so
+# its peak RSS mostly shows how much garbage a burst leaves before the
+# first collection, up to that limit; LP_ENV='GOGC=100' makes it collect
+# as the heap doubles and shows what decoding itself holds.
 #
 # Targets (issue 10): peak RSS <= 600 MB and every client answered (a
 # complete response, 503 with Retry-After at worst) within
@@ -78,7 +85,8 @@ users:
   - {username: bench, password_bcrypt: "$hash", tenant: bench, permissions: [full, prices]}
 log: {level: error}
 YAML
-	"$work/listingproxy" -config "$work/config.yaml" >"$work/lp.out" 2>"$work/lp.err" &
+	read -ra lp_env <<<"${LP_ENV:-}"
+	env "${lp_env[@]}" "$work/listingproxy" -config "$work/config.yaml" >"$work/lp.out" 2>"$work/lp.err" &
 	lp_pid=$!
 	pids+=("$lp_pid")
 	lp=$(wait_for "$work/lp.out" 'listening on (http://[0-9.:]+)')
