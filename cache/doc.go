@@ -75,6 +75,26 @@
 // record per purged tenant or resource, and a record that a wider purge
 // has overtaken in both generations is dropped.
 //
+// # Second tier and generations
+//
+// Two seams let a fleet of processes behave as one cache (cache/redistier
+// implements both on Redis). A [SecondTier] is consulted only inside a
+// flight, after the first-tier re-check: its entry, if still of use, is put
+// in the first tier with the generation it was filled at and answers the
+// flight by the same freshness ladder (fresh: Hit; within
+// StaleWhileRevalidate: Stale plus a refresh; within StaleIfError: served
+// only if the fill fails). On a miss the flight Claims the key: another
+// process may be filling it, and then this one waits for that value
+// instead of calling the backend. A fill writes through with Set. A
+// first-tier hit never reaches the second tier. [Generations] supplies
+// purge epochs that every process orders the same way and delivers purges
+// recorded elsewhere (Watch) into the local tables, which stay the only
+// thing the hit path reads; before storing a fill, the flight asks it
+// whether a purge covering the key was recorded since the fill started
+// (Covering), so a purge racing a fill in another process keeps the fill
+// out of both tiers. The defaults (nil Options fields) are this process
+// alone: no second tier, epochs from a local counter.
+//
 // # Freshness ladder
 //
 // With age = Now() - Entry.StoredAt and a [Policy]:

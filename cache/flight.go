@@ -36,7 +36,14 @@ type refreshKey struct {
 
 type fillResult struct {
 	entry  *Entry
-	cached bool // found by the flight's re-check, no loader call
+	cached bool // found by the flight's re-check or in the second tier, no loader call
+	// stale: entry is the second tier's, past TTL but within
+	// StaleWhileRevalidate; the Gets answer Stale and start a refresh.
+	stale bool
+	// fallback is the second tier's entry within StaleIfError (or
+	// soft-purged), served if the flight fails and the Get has no stale
+	// entry of its own.
+	fallback *Entry
 	// leader is the span context of the flight's cache.fill span, for the
 	// waiters' links. A flight returns its result with its error too.
 	leader trace.SpanContext
@@ -61,14 +68,20 @@ func (s *Store) fill(ctx context.Context, h uint64, k Key, gen uint64, p Policy,
 			s.traceWait(ctx, w, k, res, r.Err)
 		}
 		if r.Err != nil {
+			if stale == nil && res != nil && res.fallback != nil {
+				stale = &item{entry: res.fallback}
+			}
 			return s.failed(k, stale, r.Err)
 		}
 		o := Miss
-		if res.cached {
+		switch {
+		case res.stale:
+			o = Stale
+			s.refresh(ctx, h, k, gen, p, load)
+		case res.cached && res.entry.Negative:
+			o = Negative
+		case res.cached:
 			o = Hit
-			if res.entry.Negative {
-				o = Negative
-			}
 		}
 		s.st.outcomes[o].Add(1)
 		return res.entry, o, nil
@@ -168,28 +181,92 @@ func (s *Store) flight(ctx context.Context, h uint64, k Key, gen uint64, p Polic
 			res.entry, res.cached = it.entry, true
 			return res, nil
 		}
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.fillTimeout(p))
+		defer cancel()
+		if s.fromTier(tctx, h, k, p, fromGet, res) {
+			return res, nil
+		}
+		if e, tg, err := s.tier.Claim(tctx, k); err != nil {
+			return res, err
+		} else if e != nil && tg >= s.genOf(k).fill {
+			s.st.peerFills.Add(1)
+			s.store(h, k, tg, e, p)
+			res.entry = e
+			return res, nil
+		}
 		e, err := s.load(ctx, p, load)
 		if err != nil {
+			s.tier.Abandon(tctx, k, err)
 			return res, err
 		}
-		if s.genOf(k).fill == gen {
+		if s.genOf(k).fill == gen && !s.purgedSince(tctx, k, gen) {
 			s.store(h, k, gen, e, p)
+			if ttl := p.lifetime(e) - s.now().Sub(e.StoredAt); ttl > 0 {
+				s.tier.Set(tctx, k, gen, e, ttl)
+			} else {
+				s.tier.Abandon(tctx, k, nil)
+			}
 		} else {
 			s.st.purgedFills.Add(1)
+			s.tier.Abandon(tctx, k, nil)
 		}
 		res.entry = e
 		return res, nil
 	}
 }
 
+// fromTier looks k up in the second tier. An entry still of use goes into
+// the first tier with its generation; fromTier reports true when it
+// answers the flight (fresh, or within StaleWhileRevalidate for a Get),
+// and otherwise leaves a stale-if-error candidate in res.fallback.
+func (s *Store) fromTier(ctx context.Context, h uint64, k Key, p Policy, fromGet bool, res *fillResult) bool {
+	e, tg, err := s.tier.Get(ctx, k)
+	if err != nil || e == nil {
+		return false
+	}
+	g := s.genOf(k)
+	now := s.now()
+	age := now.Sub(e.StoredAt)
+	if tg < g.hard || age >= p.lifetime(e) {
+		return false
+	}
+	s.store(h, k, tg, e, p)
+	current := tg >= g.fill
+	switch {
+	case current && p.fresh(e, now):
+		res.entry, res.cached = e, true
+	case current && fromGet && !e.Negative && age < p.TTL+p.StaleWhileRevalidate:
+		res.entry, res.cached, res.stale = e, true, true
+	default:
+		if !e.Negative && age < p.TTL+p.StaleIfError {
+			res.fallback = e
+		}
+		return false
+	}
+	s.st.tierHits.Add(1)
+	return true
+}
+
+// purgedSince reports whether Generations knows of a purge covering k
+// after gen that has not been applied here yet. When it cannot tell, the
+// fill is kept: the purge will arrive and supersede it.
+func (s *Store) purgedSince(ctx context.Context, k Key, gen uint64) bool {
+	cov, err := s.generations.Covering(ctx, k)
+	return err == nil && cov > gen
+}
+
+// fillTimeout bounds one fill under p.
+func (s *Store) fillTimeout(p Policy) time.Duration {
+	if p.FillTimeout > 0 {
+		return p.FillTimeout
+	}
+	return s.fillLimit
+}
+
 // load runs the loader once on a context detached from ctx's cancellation,
 // turning a panic into a *PanicError.
 func (s *Store) load(ctx context.Context, p Policy, load Loader) (e *Entry, err error) {
-	limit := p.FillTimeout
-	if limit <= 0 {
-		limit = s.fillLimit
-	}
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.fillTimeout(p))
 	defer cancel()
 	s.st.loaderCalls.Add(1)
 	defer func() {

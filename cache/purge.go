@@ -1,5 +1,10 @@
 package cache
 
+import (
+	"context"
+	"fmt"
+)
+
 // PurgeMode says what a purge does to the entries it covers.
 type PurgeMode uint8
 
@@ -60,22 +65,57 @@ func (s *Store) genOf(k Key) epochs {
 // is "", else those of that resource. A Soft purge makes them stale, a Hard
 // purge drops them (see PurgeMode). Either way, fills that started before
 // the purge are neither stored nor served to requests that arrive after it.
+// With a shared Generations the purge reaches every process; if it cannot
+// be recorded there it is still applied here, and logged (PurgeContext
+// reports it).
 func (s *Store) Purge(tenant, resource string, mode PurgeMode) {
-	s.purge(tenant, resource, false, mode)
+	_ = s.PurgeContext(context.Background(), Purge{Tenant: tenant, Resource: resource, Mode: mode})
 }
 
 // PurgeAll purges every entry of every tenant, as Purge does.
 func (s *Store) PurgeAll(mode PurgeMode) {
-	s.purge("", "", true, mode)
+	_ = s.PurgeContext(context.Background(), Purge{All: true, Mode: mode})
 }
 
-func (s *Store) purge(tenant, resource string, all bool, mode PurgeMode) {
-	s.purgeMu.Lock()
-	s.epoch++
-	e := epochs{fill: s.epoch}
-	if mode == Hard {
-		e.hard = s.epoch
+// PurgeContext purges as Purge and PurgeAll do (p.Epoch is ignored). It
+// returns an error when Options.Generations could not record the purge
+// for the other processes: it was then applied to this Store only.
+func (s *Store) PurgeContext(ctx context.Context, p Purge) error {
+	if p.All {
+		p.Tenant, p.Resource = "", ""
 	}
+	s.purgeMu.Lock()
+	after := s.epoch
+	s.purgeMu.Unlock()
+	epoch, err := s.generations.Purge(ctx, p, after)
+	if err != nil || epoch <= after {
+		if err == nil {
+			err = fmt.Errorf("cache: generations returned epoch %d, not after %d", epoch, after)
+		}
+		s.log.Warn("cache: purge applied to this process only", "tenant", p.Tenant, "resource", p.Resource, "mode", p.Mode.String(), "err", err)
+		epoch = after + 1
+	}
+	p.Epoch = epoch
+	s.apply(p)
+	s.st.purges[p.Mode&1].Add(1)
+	return err
+}
+
+// received applies a purge delivered by Generations.Watch.
+func (s *Store) received(p Purge) {
+	s.apply(p)
+	s.st.purgesReceived.Add(1)
+}
+
+// apply records p in the generation tables. Idempotent: tables only grow
+// towards larger epochs.
+func (s *Store) apply(p Purge) {
+	e := epochs{fill: p.Epoch}
+	if p.Mode == Hard {
+		e.hard = p.Epoch
+	}
+	s.purgeMu.Lock()
+	s.epoch = max(s.epoch, p.Epoch)
 	old := s.gens.Load()
 	if old == nil {
 		old = &generations{}
@@ -85,7 +125,7 @@ func (s *Store) purge(tenant, resource string, all bool, mode PurgeMode) {
 		tenant:   make(map[string]epochs, len(old.tenant)+1),
 		resource: make(map[tenantResource]epochs, len(old.resource)+1),
 	}
-	if all {
+	if p.All {
 		n.all = n.all.join(e)
 	}
 	// Keep only records that the broader ones have not overtaken in both
@@ -95,22 +135,21 @@ func (s *Store) purge(tenant, resource string, all bool, mode PurgeMode) {
 			n.tenant[t] = g
 		}
 	}
-	if !all && resource == "" {
-		n.tenant[tenant] = n.tenant[tenant].join(e)
+	if !p.All && p.Resource == "" {
+		n.tenant[p.Tenant] = n.tenant[p.Tenant].join(e)
 	}
 	for tr, g := range old.resource {
 		if !n.all.join(n.tenant[tr.tenant]).covers(g) {
 			n.resource[tr] = g
 		}
 	}
-	if !all && resource != "" {
-		tr := tenantResource{tenant, resource}
+	if !p.All && p.Resource != "" {
+		tr := tenantResource{p.Tenant, p.Resource}
 		n.resource[tr] = n.resource[tr].join(e)
 	}
 	s.gens.Store(n)
 	s.purgeMu.Unlock()
-	if mode == Hard {
-		s.ov.purge(tenant, resource, all)
+	if p.Mode == Hard {
+		s.ov.purge(p.Tenant, p.Resource, p.All)
 	}
-	s.st.purges[mode&1].Add(1)
 }

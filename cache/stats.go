@@ -9,6 +9,7 @@ type counters struct {
 	evictions, rejects, overlayPuts, entries atomic.Uint64
 	purges                                   [2]atomic.Uint64 // per PurgeMode
 	purgedFills                              atomic.Uint64
+	purgesReceived, tierHits, peerFills      atomic.Uint64
 }
 
 // Stats is a snapshot of plain counters since New.
@@ -38,6 +39,13 @@ type Stats struct {
 	// PurgedFills counts fills whose result was not stored because a purge
 	// (of either mode) happened during them.
 	SoftPurges, HardPurges, PurgedFills uint64
+	// PurgesReceived counts purges Generations delivered (other
+	// processes', and this one's own echoed back).
+	PurgesReceived uint64
+	// SecondTierHits counts flights answered from the SecondTier's stored
+	// entry without a loader call; PeerFills those answered with the
+	// entry another process filled while this one waited (Claim).
+	SecondTierHits, PeerFills uint64
 }
 
 // Stats returns the current counters.
@@ -61,6 +69,10 @@ func (s *Store) Stats() Stats {
 		SoftPurges:   s.st.purges[Soft].Load(),
 		HardPurges:   s.st.purges[Hard].Load(),
 		PurgedFills:  s.st.purgedFills.Load(),
+
+		PurgesReceived: s.st.purgesReceived.Load(),
+		SecondTierHits: s.st.tierHits.Load(),
+		PeerFills:      s.st.peerFills.Load(),
 	}
 	if j, f := s.st.joins.Load(), s.st.getFlights.Load(); j > f {
 		st.Waiters = j - f

@@ -58,6 +58,12 @@ type Options struct {
 	// and each Get that joined it records a cache.wait span linked to the
 	// leader's. Nil: no spans. Hits never make spans.
 	TracerProvider trace.TracerProvider
+	// SecondTier is a cache shared with other processes, consulted inside
+	// flights (never on a first-tier hit). Default: none.
+	SecondTier SecondTier
+	// Generations records purges for, and delivers purges from, other
+	// processes. Default: this process alone.
+	Generations Generations
 }
 
 // Store is a read-through cache of rendered responses. It is safe for
@@ -72,6 +78,9 @@ type Store struct {
 	fillLimit time.Duration
 	maxBytes  int64
 	maxCost   int64 // ristretto's share of maxBytes
+
+	tier        SecondTier
+	generations Generations
 
 	group singleflight.Group
 	bg    tracker // flights and background refreshes in progress
@@ -173,6 +182,14 @@ func New(o Options) (*Store, error) {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
 	s.c = c
+	s.tier, s.generations = o.SecondTier, o.Generations
+	if s.tier == nil {
+		s.tier = noTier{}
+	}
+	if s.generations == nil {
+		s.generations = localGenerations{}
+	}
+	s.generations.Watch(s.received)
 	return s, nil
 }
 
@@ -296,15 +313,16 @@ func (s *Store) store(h uint64, k Key, gen uint64, e *Entry, p Policy) {
 
 // lookup returns the item stored for k, from ristretto or else the
 // overlay, unless a hard purge hides it. current is true when no purge at
-// all has covered it since its fill started (it.gen == g.fill); an item
+// all has covered it since its fill started (it.gen >= g.fill: a fill in
+// another process may be newer than the last purge seen here); an item
 // returned with current false was soft-purged: only a failed fill may serve
 // it.
 func (s *Store) lookup(h uint64, k Key, g epochs) (_ *item, current bool) {
 	if it, ok := s.c.Get(h); ok && it.gen >= g.hard && it.key == k {
-		return it, it.gen == g.fill
+		return it, it.gen >= g.fill
 	}
 	if it := s.ov.get(h, k, g.hard); it != nil {
-		return it, it.gen == g.fill
+		return it, it.gen >= g.fill
 	}
 	return nil, false
 }
