@@ -2,11 +2,11 @@ package telemetry
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// AuthRejectionReasons are the reasons listingproxy_auth_rejections_total
+// authRejectionReasons are the reasons listingproxy_auth_rejections_total
 // counts: no credentials, malformed or wrong ones (both 401), too many
 // failures from the address or for the username, and the bcrypt pool full
 // (both 429).
-var AuthRejectionReasons = []string{"missing", "bad_credentials", "throttled", "pool_full"}
+var authRejectionReasons = []string{"missing", "bad_credentials", "throttled", "pool_full"}
 
 // abuseCounters count requests refused before their handler ran. They are
 // updated on refusals only, never on an answered request.
@@ -26,7 +26,7 @@ func newAbuseCounters() abuseCounters {
 			Help: "API requests refused (429) by their tenant's rate limit, by tenant.",
 		}, []string{"tenant"}),
 	}
-	for _, r := range AuthRejectionReasons {
+	for _, r := range authRejectionReasons {
 		c.authRejections.WithLabelValues(r)
 	}
 	return c
@@ -37,7 +37,7 @@ func (c abuseCounters) collectors() []prometheus.Collector {
 }
 
 // AuthRejected counts an API request refused by authentication for reason
-// (one of AuthRejectionReasons).
+// (missing, bad_credentials, throttled or pool_full).
 func (m *Metrics) AuthRejected(reason string) { m.abuse.authRejections.WithLabelValues(reason).Inc() }
 
 // TenantLimited counts an API request refused by tenant's rate limit.
