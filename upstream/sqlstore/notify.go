@@ -16,7 +16,11 @@ const NotifyChannel = "listingproxy_changes"
 
 // AllTenants is the tenant Listen reports when it cannot tell which tenants
 // changed: after a TRUNCATE, and whenever the listener (re)connects, since
-// changes made while it was not listening were missed.
+// changes made while it was not listening were missed. After a reconnection
+// it means "may have changed", and often arrives while the database is still
+// recovering (a restart): a consumer should mark cached data stale rather
+// than drop it (cmd's soft purges), so it can still be served if the next
+// read fails.
 const AllTenants = "*"
 
 // ErrNotifyUnsupported is returned by InstallNotify and Listen on engines
