@@ -28,39 +28,8 @@ CLIENTS=${CLIENTS:-16}
 SIZE=${SIZE:-$((15 << 20))}
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-600}
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-(
-	trap 'kill "$s" 2>/dev/null; exit 0' TERM
-	sleep "$BENCH_TIMEOUT" >/dev/null 2>&1 &
-	s=$!
-	wait "$s"
-	echo "bench: watchdog: still running after ${BENCH_TIMEOUT}s, giving up" >&2
-	kill -TERM $$
-) &
-pids+=($!)
-
-# wait_for FILE REGEX: prints the first capture of REGEX once FILE has it.
-wait_for() {
-	local i
-	for i in $(seq 300); do
-		if grep -qE "$2" "$1" 2>/dev/null; then
-			sed -nE "s#.*$2.*#\\1#p" "$1" | head -n1
-			return 0
-		fi
-		sleep 0.1
-	done
-	echo "bench: timed out waiting for $1 to match $2" >&2
-	cat "$1" >&2 || true
-	return 1
-}
+. bench/lib.sh
+bench_start
 
 echo "building..."
 go build -o "$work/listingproxy" ./cmd/listingproxy

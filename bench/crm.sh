@@ -21,42 +21,8 @@ PROXY_N=${PROXY_N:-500}      # sequential warm requests through listingproxy
 BURST=${BURST:-100}
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-300}
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-# The watchdog's sleep must not outlive the script (it would hold a pipe
-# on our stdout open), so the watchdog kills it when it is killed.
-(
-	trap 'kill "$s" 2>/dev/null; exit 0' TERM
-	sleep "$BENCH_TIMEOUT" >/dev/null 2>&1 &
-	s=$!
-	wait "$s"
-	echo "bench: watchdog: still running after ${BENCH_TIMEOUT}s, giving up" >&2
-	kill -TERM $$
-) &
-pids+=($!)
-
-# wait_for FILE REGEX: prints the first capture of REGEX once FILE has it
-# (30s at most).
-wait_for() {
-	local i
-	for i in $(seq 300); do
-		if grep -qE "$2" "$1" 2>/dev/null; then
-			sed -nE "s#.*$2.*#\\1#p" "$1" | head -n1
-			return 0
-		fi
-		sleep 0.1
-	done
-	echo "bench: timed out waiting for $1 to match $2" >&2
-	cat "$1" "${1%.out}.err" >&2 2>/dev/null || true
-	return 1
-}
+. bench/lib.sh
+bench_start
 
 echo "building..."
 go build -o "$work/legacy-crm" ./cmd/legacy-crm
