@@ -12,8 +12,8 @@ import (
 
 	"listingproxy/cache"
 	"listingproxy/normalize"
-	"listingproxy/proxy/render"
 	"listingproxy/upstream"
+	"listingproxy/wire"
 )
 
 // Resource names: cache keys, policies, metrics.
@@ -34,7 +34,7 @@ type loader func(ctx context.Context) (body []byte, negative bool, err error)
 func listEndpoint[T any](s *Server, res normalize.Resource, name string,
 	parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors),
 	list func(upstream.Backend, context.Context, upstream.Scope, normalize.Criteria) ([]T, error),
-	appendList func([]byte, render.Format, []T, render.Options) []byte,
+	appendList func([]byte, wire.Format, []T, wire.Options) []byte,
 ) apiHandler {
 	return func(w http.ResponseWriter, r request) (string, error) {
 		c, err := s.criteria(&r, res, parse)
@@ -54,7 +54,7 @@ func listEndpoint[T any](s *Server, res normalize.Resource, name string,
 // heap (its loader closures keep it).
 func fillList[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, c *normalize.Criteria,
 	list func(upstream.Backend, context.Context, upstream.Scope, normalize.Criteria) ([]T, error),
-	appendList func([]byte, render.Format, []T, render.Options) []byte,
+	appendList func([]byte, wire.Format, []T, wire.Options) []byte,
 ) (string, error) {
 	t, f, o := r.who.tenant, r.format, s.renderOptions(&r, c.Detail())
 	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
@@ -72,7 +72,7 @@ func fillList[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, c
 // detail); label names the resource in the not-found message.
 func singleEndpoint[T any](s *Server, name, label string,
 	get func(upstream.Backend, context.Context, upstream.Scope, int64) (T, error),
-	appendOne func([]byte, render.Format, *T, render.Options) []byte,
+	appendOne func([]byte, wire.Format, *T, wire.Options) []byte,
 ) apiHandler {
 	return func(w http.ResponseWriter, r request) (string, error) {
 		id, err := s.singleID(&r)
@@ -92,7 +92,7 @@ func singleEndpoint[T any](s *Server, name, label string,
 // fresh (see fillList); notFound is the body's message for a missing id.
 func fillOne[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, id int64, notFound string,
 	get func(upstream.Backend, context.Context, upstream.Scope, int64) (T, error),
-	appendOne func([]byte, render.Format, *T, render.Options) []byte,
+	appendOne func([]byte, wire.Format, *T, wire.Options) []byte,
 ) (string, error) {
 	t, f, o := r.who.tenant, r.format, s.renderOptions(&r, normalize.Full)
 	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
@@ -161,14 +161,14 @@ func parseQuery(raw string) (url.Values, error) {
 // answerOrFail turns a backend's answer (upstream.IsAnswer) into its error
 // body, cached as negative: a criteria rejection becomes the error list, a
 // missing record the single error notFound. Every other error is passed on.
-func answerOrFail(f render.Format, err error, notFound string) ([]byte, bool, error) {
+func answerOrFail(f wire.Format, err error, notFound string) ([]byte, bool, error) {
 	if !upstream.IsAnswer(err) {
 		return nil, false, err
 	}
 	if ce, ok := errors.AsType[*upstream.CriteriaError](err); ok {
-		return render.AppendErrors(nil, f, ce.Errors), true, nil
+		return wire.AppendErrors(nil, f, ce.Errors), true, nil
 	}
-	return render.AppendError(nil, f, notFound), true, nil
+	return wire.AppendError(nil, f, notFound), true, nil
 }
 
 // singleID checks the caller may see full detail (single resources are
@@ -246,8 +246,8 @@ func wantsFull(q url.Values) bool {
 	return false
 }
 
-func (s *Server) renderOptions(r *request, d normalize.Detail) render.Options {
-	return render.Options{Detail: d, Prices: r.who.perms&PermPrices != 0, Location: r.loc}
+func (s *Server) renderOptions(r *request, d normalize.Detail) wire.Options {
+	return wire.Options{Detail: d, Prices: r.who.perms&PermPrices != 0, Location: r.loc}
 }
 
 // scopeKey names the part of a cache key that depends on the caller's
@@ -256,7 +256,7 @@ func (s *Server) renderOptions(r *request, d normalize.Detail) render.Options {
 type scopeKey struct {
 	perms   Permissions
 	country string
-	format  render.Format
+	format  wire.Format
 }
 
 // cacheKey is the cache key of a request: the tenant, the caller's

@@ -5,8 +5,8 @@ import (
 	"path"
 
 	"listingproxy/normalize"
-	"listingproxy/proxy/render"
 	"listingproxy/upstream"
+	"listingproxy/wire"
 )
 
 // routes registers every route of the listing API. GET patterns also answer
@@ -33,11 +33,11 @@ import (
 // that can never be served.
 func (s *Server) routes() {
 	listProperties := listEndpoint(s, normalize.Properties, resProperties, normalize.ParseProperties,
-		upstream.Backend.ListProperties, render.AppendPropertyList)
+		upstream.Backend.ListProperties, wire.AppendPropertyList)
 	listAgents := listEndpoint(s, normalize.Agents, resAgents, normalize.ParseAgents,
-		upstream.Backend.ListAgents, render.AppendAgentList)
-	getProperty := singleEndpoint(s, resProperty, "Property", upstream.Backend.GetProperty, render.AppendProperty)
-	getAgent := singleEndpoint(s, resAgent, "Agent", upstream.Backend.GetAgent, render.AppendAgent)
+		upstream.Backend.ListAgents, wire.AppendAgentList)
+	getProperty := singleEndpoint(s, resProperty, "Property", upstream.Backend.GetProperty, wire.AppendProperty)
+	getAgent := singleEndpoint(s, resAgent, "Agent", upstream.Backend.GetAgent, wire.AppendAgent)
 	for _, ext := range []string{"xml", "json"} {
 		s.mux.Handle("GET /{country}/properties."+ext, s.api(formatOf(ext), listProperties))
 		s.mux.Handle("GET /{country}/agents."+ext, s.api(formatOf(ext), listAgents))
@@ -51,30 +51,30 @@ func (s *Server) routes() {
 	s.mux.Handle("/", s.notFound())
 }
 
-func formatOf(ext string) render.Format {
-	f, _ := render.ParseFormat(ext)
+func formatOf(ext string) wire.Format {
+	f, _ := wire.ParseFormat(ext)
 	return f
 }
 
 // requestFormat is the format named by the path's extension; XML when the
 // extension is not one of ours (for error bodies).
-func requestFormat(p string) (render.Format, bool) {
+func requestFormat(p string) (wire.Format, bool) {
 	ext := path.Ext(p)
 	if ext == "" {
-		return render.XML, false
+		return wire.XML, false
 	}
-	f, ok := render.ParseFormat(ext[1:])
+	f, ok := wire.ParseFormat(ext[1:])
 	if !ok {
-		return render.XML, false
+		return wire.XML, false
 	}
 	return f, true
 }
 
 // single serves /{country}/{resource}/{id}.{ext}; an unknown extension is 404.
 func (s *Server) single(h apiHandler) http.Handler {
-	handlers := map[render.Format]http.Handler{
-		render.XML:  s.api(render.XML, h),
-		render.JSON: s.api(render.JSON, h),
+	handlers := map[wire.Format]http.Handler{
+		wire.XML:  s.api(wire.XML, h),
+		wire.JSON: s.api(wire.JSON, h),
 	}
 	nf := s.notFound()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

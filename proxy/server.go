@@ -2,7 +2,7 @@
 // API, HTTP Basic authentication and the limits on its cost (auth.go,
 // limits.go: a bcrypt pool, failure buckets per client address and
 // username, per-tenant rate limits), criteria errors and permissions, the
-// cache lookup around each backend call, rendering (through proxy/render),
+// cache lookup around each backend call, rendering (through listingproxy/wire),
 // and the one table that maps errors to HTTP statuses and the spec's error
 // bodies.
 //
@@ -29,8 +29,8 @@ import (
 
 	"listingproxy/cache"
 	"listingproxy/normalize"
-	"listingproxy/proxy/render"
 	"listingproxy/upstream"
+	"listingproxy/wire"
 )
 
 // Tenant is a client/agency: its users see only what its backend returns for
@@ -183,7 +183,7 @@ func New(users []User, tenants []Tenant, o Options) (*Server, error) {
 	s.scopes = make(map[scopeKey]string)
 	for perms := range PermFull | PermPrices + 1 {
 		for country := range s.countries {
-			for _, f := range [...]render.Format{render.XML, render.JSON} {
+			for _, f := range [...]wire.Format{wire.XML, wire.JSON} {
 				s.scopes[scopeKey{perms, country, f}] = perms.String() + "|" + country + "|" + f.String()
 			}
 		}
@@ -267,7 +267,7 @@ type request struct {
 	who     *principal
 	country string
 	loc     *time.Location
-	format  render.Format
+	format  wire.Format
 	cache   string // the cache outcome, once the cache was consulted
 }
 
@@ -280,7 +280,7 @@ type apiHandler func(w http.ResponseWriter, r request) (cacheOutcome string, err
 
 // api adapts an apiHandler to http.Handler: it authenticates, checks the
 // country, runs the handler and maps any error through classify.
-func (s *Server) api(format render.Format, h apiHandler) http.Handler {
+func (s *Server) api(format wire.Format, h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rq := request{Request: r, ctx: r.Context(), st: s.live.Load(), format: format}
 		var deny denial
@@ -402,7 +402,7 @@ func (s *Server) startSpan(ctx context.Context, name string) (context.Context, t
 // writeError writes err as the spec's error body in the requested format.
 // A 5xx is logged at debug level only: Options.Observe receives the failure
 // (RequestInfo.Err) and aggregates it, one line per backend per interval.
-func (s *Server) writeError(w http.ResponseWriter, r *http.Request, f render.Format, err error) {
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, f wire.Format, err error) {
 	e := classify(err)
 	switch {
 	case e.Status == 499:
@@ -416,9 +416,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, f render.For
 	}
 	var body []byte
 	if e.Fields != nil {
-		body = render.AppendErrors(nil, f, e.Fields)
+		body = wire.AppendErrors(nil, f, e.Fields)
 	} else {
-		body = render.AppendError(nil, f, e.Message)
+		body = wire.AppendError(nil, f, e.Message)
 	}
 	h := w.Header()
 	h.Set("Content-Type", f.ContentType())

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"listingproxy/wire"
 )
 
 // BenchmarkDecodeShapes decodes answers of ~1 MiB of different shapes and
@@ -43,7 +45,7 @@ func BenchmarkDecodeShapes(b *testing.B) {
 					base = ms.HeapAlloc
 				}
 				d := newBoundedDecoder(b.Context(), bytes.NewReader(sh.body), lim)
-				props, err := parsePropertyList(d, time.UTC, true, 1<<30)
+				props, err := wire.ReadPropertyList(d, time.UTC, true, 1<<30)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"listingproxy/wire"
 )
 
 // Defaults of the structure limits of one answer (Options.MaxElements and
@@ -29,7 +31,7 @@ const checkEvery = 256
 var (
 	errTooManyElements = errors.New("answer has too many elements")
 	errTooDeep         = errors.New("answer nests too deep")
-	errTooManyRecords  = errors.New("answer has too many records")
+	errTooManyRecords  = wire.ErrTooManyRecords
 )
 
 // limits bound the work of decoding one answer. Every field must be
@@ -77,7 +79,7 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 // elements and depth against its limits and checks its context every
 // checkEvery tokens, so a hostile or slow answer ends with an error instead
 // of memory or time. It owns no document model: whatever consumes its
-// tokens (today the record parsers of parse.go) decides what to keep.
+// tokens (today the record readers of listingproxy/wire) decides what to keep.
 type boundedDecoder struct {
 	ctx      context.Context
 	body     *boundedReader
@@ -143,29 +145,4 @@ func (d *boundedDecoder) explain(err error) error {
 		return d.ctx.Err()
 	}
 	return fmt.Errorf("%w: %v", errMalformed, err)
-}
-
-// skip reads past the rest of the element whose start was just read.
-func (d *boundedDecoder) skip() error {
-	for depth := 1; depth > 0; {
-		t, err := d.Token()
-		if err != nil {
-			return unexpectedEOF(err)
-		}
-		switch t.(type) {
-		case xml.StartElement:
-			depth++
-		case xml.EndElement:
-			depth--
-		}
-	}
-	return nil
-}
-
-// unexpectedEOF turns io.EOF inside an element into a malformed document.
-func unexpectedEOF(err error) error {
-	if err == io.EOF {
-		return fmt.Errorf("%w: unexpected end of document", errMalformed)
-	}
-	return err
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"listingproxy/normalize"
+	"listingproxy/wire"
 )
 
 // TestHostileAnswers: answers built to cost memory or time end with a
@@ -216,7 +217,7 @@ func TestDecodeHoldsTheSlot(t *testing.T) {
 	held := -1
 	err := c.call(t.Context(), harbourAU, nil, []string{"properties", "17.xml"}, func(d *boundedDecoder) error {
 		held = len(c.sem)
-		_, err := parsePropertyDoc(d, sydney)
+		_, err := wire.ReadProperty(d, sydney)
 		return err
 	})
 	if err != nil {
@@ -264,30 +265,4 @@ func TestDeadlineDuringDecode(t *testing.T) {
 			t.Errorf("err = %v, want the caller's context.DeadlineExceeded", err)
 		}
 	})
-}
-
-// TestNodeText: an element's own text is joined from every chunk (text,
-// entities, CDATA, around comments and skipped elements), never its
-// children's, and trimmed.
-func TestNodeText(t *testing.T) {
-	for _, tc := range []struct{ xml, want string }{
-		{`<description> plain </description>`, "plain"},
-		{`<description>a<!-- c -->b<![CDATA[<c>]]>d&amp;e</description>`, "ab<c>d&e"},
-		{`<description>a<x>hidden</x>b<name>child</name>c</description>`, "abc"},
-		{`<description></description>`, ""},
-		{`<description><!-- only a comment --></description>`, ""},
-	} {
-		d := newBoundedDecoder(t.Context(), strings.NewReader(tc.xml), limits{maxBytes: 1 << 20, maxElements: 100, maxDepth: 8})
-		start, err := rootElement(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := readNode(d, start)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.xml, err)
-		}
-		if n.text != tc.want {
-			t.Errorf("%s: text %q, want %q", tc.xml, n.text, tc.want)
-		}
-	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"listingproxy/normalize"
 	"listingproxy/upstream"
+	"listingproxy/wire"
 )
 
 // Defaults of Options.
@@ -362,7 +363,7 @@ func (c *Client) ListAgents(ctx context.Context, s upstream.Scope, cr normalize.
 func (c *Client) listAgents(ctx context.Context, s upstream.Scope, q url.Values, detail normalize.Detail) ([]upstream.Agent, error) {
 	var agents []upstream.Agent
 	err := c.call(ctx, s, withDetail(q, detail), []string{"agents.xml"}, func(d *boundedDecoder) (err error) {
-		agents, err = parseAgentList(d, detail == normalize.Full, maxRecords(q))
+		agents, err = wire.ReadAgentList(d, detail == normalize.Full, maxRecords(q))
 		return err
 	})
 	if err != nil {
@@ -376,7 +377,7 @@ func (c *Client) listAgents(ctx context.Context, s upstream.Scope, q url.Values,
 func (c *Client) GetAgent(ctx context.Context, s upstream.Scope, id int64) (upstream.Agent, error) {
 	var a upstream.Agent
 	err := c.call(ctx, s, nil, []string{"agents", strconv.FormatInt(id, 10) + ".xml"}, func(d *boundedDecoder) (err error) {
-		a, err = parseAgentDoc(d)
+		a, err = wire.ReadAgent(d)
 		return err
 	})
 	if err != nil {
@@ -412,7 +413,7 @@ func withDetail(q url.Values, detail normalize.Detail) url.Values {
 func (c *Client) fetchPropertyList(ctx context.Context, s upstream.Scope, q url.Values, detail normalize.Detail) ([]upstream.Property, error) {
 	var props []upstream.Property
 	err := c.call(ctx, s, withDetail(q, detail), []string{"properties.xml"}, func(d *boundedDecoder) (err error) {
-		props, err = parsePropertyList(d, c.zone(s.Country), detail == normalize.Full, maxRecords(q))
+		props, err = wire.ReadPropertyList(d, c.zone(s.Country), detail == normalize.Full, maxRecords(q))
 		return err
 	})
 	return props, err
@@ -421,7 +422,7 @@ func (c *Client) fetchPropertyList(ctx context.Context, s upstream.Scope, q url.
 func (c *Client) fetchPropertyDoc(ctx context.Context, s upstream.Scope, id int64) (upstream.Property, error) {
 	var p upstream.Property
 	err := c.call(ctx, s, nil, []string{"properties", strconv.FormatInt(id, 10) + ".xml"}, func(d *boundedDecoder) (err error) {
-		p, err = parsePropertyDoc(d, c.zone(s.Country))
+		p, err = wire.ReadProperty(d, c.zone(s.Country))
 		return err
 	})
 	return p, err

@@ -2,7 +2,8 @@
 // operations (upstream.Backend) by calling a legacy HTTP endpoint, "the CRM",
 // that already speaks the listing API in XML. Each tenant reaches the CRM
 // with its own upstream credentials (HTTP Basic). The package turns the CRM's
-// XML into the upstream domain model; rendering stays with the proxy.
+// XML into the upstream domain model with the readers of listingproxy/wire,
+// fed through its own bounded decoder; rendering stays with the proxy.
 //
 // It must not import proxy, cache or config: cmd turns configuration into
 // Options, and the proxy consumes the Client through upstream.Backend.
@@ -24,7 +25,7 @@
 // caller's context (for the proxy, cache.fill_timeout or the client's own
 // deadline) and Options.Timeout. No copy of the body and no tree of the
 // whole document is ever built: a list is read one record at a time into a
-// small tree of the elements the parsers read (unknown elements are skipped
+// small tree of the elements wire's readers read (unknown elements are skipped
 // as they come), which is dropped once the record is in the model. The
 // bounding lives in boundedDecoder (bounded.go), a token reader that knows
 // nothing of the model, so another parser can be put behind it:

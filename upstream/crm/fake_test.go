@@ -193,7 +193,7 @@ func (g *generated) touch(id int64) {
 
 func (g *generated) property(id int64, full bool, user string) string {
 	g.mu.Lock()
-	lu := g.updated[id].Format(layoutLastUpdated)
+	lu := g.updated[id].Format("Mon Jan 02 15:04:05 -0700 2006")
 	g.mu.Unlock()
 	var b strings.Builder
 	fmt.Fprintf(&b, "<property id=\"%d\" last_updated=\"%s\">\n", id, lu)

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/text/encoding/charmap"
 
 	"listingproxy/upstream"
+	"listingproxy/wire"
 )
 
 // Failures of an upstream call, wrapped with detail.
@@ -25,22 +26,15 @@ var (
 	errTooLarge      = errors.New("body exceeds the size limit")
 	errTimeout       = errors.New("upstream timed out")
 	errRequest       = errors.New("upstream request")
-	errMalformed     = errors.New("malformed XML")
-	errRoot          = errors.New("unexpected root element")
-	errUpstream      = errors.New("upstream error")
+	errMalformed     = wire.ErrMalformed
+	errRoot          = wire.ErrRoot
+	errUpstream      = wire.ErrAnswerError
 	errBadCountry    = errors.New("invalid country")
 )
 
 // NotFoundError is the CRM's single-error answer to a single-resource call.
 // It matches upstream.ErrNotFound with errors.Is and keeps the CRM's message.
-type NotFoundError struct {
-	Message string // e.g. "Property with ID 999 not found"
-}
-
-func (e *NotFoundError) Error() string { return "not found: " + e.Message }
-
-// Unwrap returns upstream.ErrNotFound.
-func (e *NotFoundError) Unwrap() error { return upstream.ErrNotFound }
+type NotFoundError = wire.NotFoundError
 
 // drainBytes is how much of an unread body is read before closing it, so
 // that a small remainder does not cost the connection; anything longer is

@@ -1,15 +1,21 @@
-// Package render owns the wire format of the listing API: it appends the XML
-// and JSON documents of docs/wire-format.md (property and agent lists, single
-// resources, the error list and the single error) to a caller's buffer.
+// Package wire owns the wire format of the listing API (docs/wire-format.md)
+// in both directions. Writers append the XML and JSON documents (property
+// and agent lists, single resources, the error list and the single error)
+// to a caller's buffer; readers (read.go, node.go) turn a legacy endpoint's
+// XML documents back into the upstream model, so what we write and what we
+// accept are defined, and tested (render → read → render), in one place.
 //
-// Documents are written directly with append and strconv, never through
-// encoding/xml, encoding/json, reflection or fmt, so that a caller who reuses
-// its buffer renders without allocating. The package does its own escaping.
+// Writers work directly with append and strconv, never through
+// encoding/xml, encoding/json, reflection or fmt, so that a caller who
+// reuses its buffer renders without allocating; the package does its own
+// escaping. Readers take their tokens from a Tokens source and set no
+// limits of their own beyond a list's records: upstream/crm feeds them
+// through a decoder that bounds size, elements, depth and time.
 //
-// It imports only the standard library, listingproxy/upstream (the records it
-// renders) and listingproxy/normalize (detail levels and the error list). It
-// must not import proxy, cache, config or any upstream adapter.
-package render
+// It imports only the standard library, listingproxy/upstream (the records)
+// and listingproxy/normalize (detail levels and the error list). It must
+// not import proxy, cache, config or any upstream adapter.
+package wire
 
 import (
 	"strconv"
@@ -190,7 +196,7 @@ func AppendError(dst []byte, f Format, msg string) []byte {
 }
 
 func badFormat(f Format) string {
-	return "render: invalid format " + f.String()
+	return "wire: invalid format " + f.String()
 }
 
 // appendTime appends t in loc with layout; the zero time renders as the empty

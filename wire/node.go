@@ -1,4 +1,4 @@
-package crm
+package wire
 
 import (
 	"encoding/xml"
@@ -9,7 +9,7 @@ import (
 
 // node is an element kept from an answer: the small tree of one record (or
 // of an error body) that the parsers of parse.go read, built from a
-// boundedDecoder's tokens and dropped once the record is in the model. A
+// Tokens source and dropped once the record is in the model. A
 // list is never held as a tree: records are decoded one at a time.
 type node struct {
 	tag   string // local name
@@ -71,7 +71,7 @@ func (n *node) attr(key string) string {
 
 // readNode reads the element whose start was just read from d, keeping its
 // attributes, its own text and its known child elements.
-func readNode(d *boundedDecoder, start xml.StartElement) (*node, error) {
+func readNode(d Tokens, start xml.StartElement) (*node, error) {
 	n := &node{tag: start.Name.Local}
 	if len(start.Attr) > 0 {
 		n.attrs = make([]xml.Attr, len(start.Attr))
@@ -91,7 +91,7 @@ func readNode(d *boundedDecoder, start xml.StartElement) (*node, error) {
 		switch t := t.(type) {
 		case xml.StartElement:
 			if !knownTags[t.Name.Local] {
-				if err := d.skip(); err != nil {
+				if err := skip(d); err != nil {
 					return nil, err
 				}
 				continue
@@ -130,7 +130,7 @@ func readNode(d *boundedDecoder, start xml.StartElement) (*node, error) {
 // A list with more than maxRecords records fails (the CRM was asked for at
 // most that many), so a list of tiny records cannot inflate the model. The
 // rest of the document is read too, so a truncated body is malformed.
-func decodeAnswer(d *boundedDecoder, want, record string, single bool, maxRecords int, each func(*node) error) error {
+func decodeAnswer(d Tokens, want, record string, single bool, maxRecords int, each func(*node) error) error {
 	start, err := rootElement(d)
 	if err != nil {
 		return err
@@ -161,15 +161,15 @@ func decodeAnswer(d *boundedDecoder, want, record string, single bool, maxRecord
 		}
 		return answerError(n, single)
 	}
-	return fmt.Errorf("%w <%s>, want <%s>", errRoot, start.Name.Local, want)
+	return fmt.Errorf("%w <%s>, want <%s>", ErrRoot, start.Name.Local, want)
 }
 
 // rootElement reads up to the root element's start.
-func rootElement(d *boundedDecoder) (xml.StartElement, error) {
+func rootElement(d Tokens) (xml.StartElement, error) {
 	for {
 		t, err := d.Token()
 		if err == io.EOF {
-			return xml.StartElement{}, fmt.Errorf("%w: no root element", errMalformed)
+			return xml.StartElement{}, fmt.Errorf("%w: no root element", ErrMalformed)
 		}
 		if err != nil {
 			return xml.StartElement{}, err
@@ -182,7 +182,7 @@ func rootElement(d *boundedDecoder) (xml.StartElement, error) {
 
 // eachChild reads the children of the root just opened, handing those named
 // record to each and skipping the others, up to the root's end.
-func eachChild(d *boundedDecoder, record string, maxRecords int, each func(*node) error) error {
+func eachChild(d Tokens, record string, maxRecords int, each func(*node) error) error {
 	for records := 0; ; {
 		t, err := d.Token()
 		if err != nil {
@@ -191,13 +191,13 @@ func eachChild(d *boundedDecoder, record string, maxRecords int, each func(*node
 		switch t := t.(type) {
 		case xml.StartElement:
 			if t.Name.Local != record {
-				if err := d.skip(); err != nil {
+				if err := skip(d); err != nil {
 					return err
 				}
 				continue
 			}
 			if records++; records > maxRecords {
-				return fmt.Errorf("%w: more than the %d asked for", errTooManyRecords, maxRecords)
+				return fmt.Errorf("%w: more than the %d asked for", ErrTooManyRecords, maxRecords)
 			}
 			n, err := readNode(d, t)
 			if err != nil {
@@ -213,7 +213,7 @@ func eachChild(d *boundedDecoder, record string, maxRecords int, each func(*node
 }
 
 // finish reads what follows the root element, to the end of the document.
-func finish(d *boundedDecoder) error {
+func finish(d Tokens) error {
 	for {
 		if _, err := d.Token(); err != nil {
 			if err == io.EOF {
@@ -222,4 +222,29 @@ func finish(d *boundedDecoder) error {
 			return err
 		}
 	}
+}
+
+// skip reads past the rest of the element whose start was just read.
+func skip(d Tokens) error {
+	for depth := 1; depth > 0; {
+		t, err := d.Token()
+		if err != nil {
+			return unexpectedEOF(err)
+		}
+		switch t.(type) {
+		case xml.StartElement:
+			depth++
+		case xml.EndElement:
+			depth--
+		}
+	}
+	return nil
+}
+
+// unexpectedEOF turns io.EOF inside an element into a malformed document.
+func unexpectedEOF(err error) error {
+	if err == io.EOF {
+		return fmt.Errorf("%w: unexpected end of document", ErrMalformed)
+	}
+	return err
 }

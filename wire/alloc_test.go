@@ -1,6 +1,6 @@
 //go:build !race
 
-package render
+package wire
 
 import (
 	"testing"

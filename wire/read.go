@@ -1,6 +1,8 @@
-package crm
+package wire
 
 import (
+	"encoding/xml"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -12,24 +14,56 @@ import (
 	"listingproxy/upstream"
 )
 
-// The CRM's text forms of times (wire-format.md).
-const (
-	layoutLastUpdated = "Mon Jan 02 15:04:05 -0700 2006"
-	layoutApproved    = "2006-01-02"
-	layoutOpenHome    = "2006-01-02 15:04:05"
+// Tokens is a source of XML tokens with the contract of
+// (*xml.Decoder).Token: a token's data is valid until the next call, and a
+// well-formed document ends with io.EOF. An *xml.Decoder is one; upstream/crm
+// reads a legacy answer through one that bounds its size, elements, depth
+// and time, so the readers here need no limits of their own (besides the
+// records of a list).
+type Tokens interface {
+	Token() (xml.Token, error)
+}
+
+// Failures of reading a document. Each is wrapped with detail.
+var (
+	// ErrMalformed: not XML, or truncated.
+	ErrMalformed = errors.New("malformed XML")
+	// ErrRoot: XML whose root is neither the expected element nor an
+	// error document.
+	ErrRoot = errors.New("unexpected root element")
+	// ErrTooManyRecords: a list with more records than the reader allows.
+	ErrTooManyRecords = errors.New("answer has too many records")
+	// ErrAnswerError: an error document where it is no answer (a single
+	// <error> to a list, an <errors> list to a single resource).
+	ErrAnswerError = errors.New("upstream error")
 )
 
-// Variations of layoutLastUpdated seen in the wild: an unpadded day.
+// NotFoundError is the single-error document answering a single-resource
+// request. It matches upstream.ErrNotFound with errors.Is and keeps the
+// document's message.
+type NotFoundError struct {
+	Message string // e.g. "Property with ID 999 not found"
+}
+
+func (e *NotFoundError) Error() string { return "not found: " + e.Message }
+
+// Unwrap returns upstream.ErrNotFound.
+func (e *NotFoundError) Unwrap() error { return upstream.ErrNotFound }
+
+// Variations of lastUpdatedLayout seen in the wild: an unpadded day.
 var lastUpdatedLayouts = []string{
-	layoutLastUpdated,
+	lastUpdatedLayout,
 	"Mon Jan _2 15:04:05 -0700 2006",
 	"Mon Jan 2 15:04:05 -0700 2006",
 }
 
-// parsePropertyList reads a <properties> list; full says whether the list was
-// asked for in full detail. The children are trusted over the count
-// attribute.
-func parsePropertyList(d *boundedDecoder, loc *time.Location, full bool, maxRecords int) ([]upstream.Property, error) {
+// ReadPropertyList reads a <properties> list document from d; full says
+// whether the list was asked for in full detail, loc is the country's zone
+// (open-home times are wall-clock times), and a list of more than
+// maxRecords properties fails with ErrTooManyRecords. The children are
+// trusted over the count attribute. An <errors> document is returned as
+// *upstream.CriteriaError.
+func ReadPropertyList(d Tokens, loc *time.Location, full bool, maxRecords int) ([]upstream.Property, error) {
 	var props []upstream.Property
 	err := decodeAnswer(d, "properties", "property", false, maxRecords, func(e *node) error {
 		p, err := parseProperty(e, loc, full)
@@ -42,8 +76,9 @@ func parsePropertyList(d *boundedDecoder, loc *time.Location, full bool, maxReco
 	return props, nil
 }
 
-// parsePropertyDoc reads the single-property document (always full detail).
-func parsePropertyDoc(d *boundedDecoder, loc *time.Location) (upstream.Property, error) {
+// ReadProperty reads the single-property document (always full detail) from
+// d. An <error> document is returned as *NotFoundError.
+func ReadProperty(d Tokens, loc *time.Location) (upstream.Property, error) {
 	var p upstream.Property
 	err := decodeAnswer(d, "property", "property", true, 1, func(e *node) (err error) {
 		p, err = parseProperty(e, loc, true)
@@ -52,7 +87,8 @@ func parsePropertyDoc(d *boundedDecoder, loc *time.Location) (upstream.Property,
 	return p, err
 }
 
-func parseAgentList(d *boundedDecoder, full bool, maxRecords int) ([]upstream.Agent, error) {
+// ReadAgentList reads an <agents> list document from d, as ReadPropertyList.
+func ReadAgentList(d Tokens, full bool, maxRecords int) ([]upstream.Agent, error) {
 	var agents []upstream.Agent
 	err := decodeAnswer(d, "agents", "agent", false, maxRecords, func(e *node) error {
 		a, err := parseAgent(e, full)
@@ -65,7 +101,8 @@ func parseAgentList(d *boundedDecoder, full bool, maxRecords int) ([]upstream.Ag
 	return agents, nil
 }
 
-func parseAgentDoc(d *boundedDecoder) (upstream.Agent, error) {
+// ReadAgent reads the single-agent document from d, as ReadProperty.
+func ReadAgent(d Tokens) (upstream.Agent, error) {
 	var a upstream.Agent
 	err := decodeAnswer(d, "agent", "agent", true, 1, func(e *node) (err error) {
 		a, err = parseAgent(e, true)
@@ -80,21 +117,21 @@ func parseAgentDoc(d *boundedDecoder) (upstream.Agent, error) {
 func answerError(root *node, single bool) error {
 	if root.tag == "errors" {
 		if single {
-			return fmt.Errorf("%w: %s", errUpstream, text(root))
+			return fmt.Errorf("%w: %s", ErrAnswerError, text(root))
 		}
 		var list normalize.Errors
 		for _, e := range root.children("error") {
 			list = append(list, normalize.FieldError{Field: attr(e, "field"), Message: text(e)})
 		}
 		if len(list) == 0 {
-			return fmt.Errorf("%w: an empty error list", errUpstream)
+			return fmt.Errorf("%w: an empty error list", ErrAnswerError)
 		}
 		return &upstream.CriteriaError{Errors: list}
 	}
 	if single {
 		return &NotFoundError{Message: text(root)}
 	}
-	return fmt.Errorf("%w: %s", errUpstream, text(root))
+	return fmt.Errorf("%w: %s", ErrAnswerError, text(root))
 }
 
 func parseProperty(e *node, loc *time.Location, full bool) (upstream.Property, error) {
@@ -318,7 +355,7 @@ func (f *fields) lastUpdated(s string) time.Time {
 			return t
 		}
 	}
-	f.fail("last_updated", s, "want the form "+layoutLastUpdated)
+	f.fail("last_updated", s, "want the form "+lastUpdatedLayout)
 	return time.Time{}
 }
 
@@ -328,9 +365,9 @@ func (f *fields) date(name, s string) time.Time {
 	if s == "" || s == "0000-00-00" {
 		return time.Time{}
 	}
-	t, err := time.Parse(layoutApproved, s)
+	t, err := time.Parse(approvedLayout, s)
 	if err != nil {
-		f.fail(name, s, "want the form "+layoutApproved)
+		f.fail(name, s, "want the form "+approvedLayout)
 	}
 	return t
 }
@@ -340,9 +377,9 @@ func (f *fields) localTime(name, s string, loc *time.Location) time.Time {
 	if s == "" || strings.HasPrefix(s, "0000-00-00") {
 		return time.Time{}
 	}
-	t, err := time.ParseInLocation(layoutOpenHome, s, loc)
+	t, err := time.ParseInLocation(openHomeLayout, s, loc)
 	if err != nil {
-		f.fail(name, s, "want the form "+layoutOpenHome)
+		f.fail(name, s, "want the form "+openHomeLayout)
 	}
 	return t
 }
