@@ -181,8 +181,8 @@ func TestStatusPageInBrowser(t *testing.T) {
 		lastError, err = text(ctx, `#backends tr[data-backend="legacy"] td.err`)
 		return err
 	})
-	if !strings.Contains(legacy, "open") {
-		t.Errorf("legacy's row %q does not say open", legacy)
+	if !strings.Contains(legacy, "summit: open") || !strings.Contains(legacy, "after: ") {
+		t.Errorf("legacy's row %q does not show summit's breaker open with the failure that opened it", legacy)
 	}
 	if lastError == "" {
 		t.Errorf("legacy's row %q shows no last error", legacy)
