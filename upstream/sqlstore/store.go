@@ -246,14 +246,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// firstPingTimeout bounds Open's first ping, so that a database behind a
-// black hole delays start-up by this much, not forever.
-const firstPingTimeout = 5 * time.Second
+// pingTimeout bounds prepare's ping, so that a database behind a black hole
+// delays start-up by this much, not forever.
+const pingTimeout = 5 * time.Second
 
 // prepare pings the database, inspects it and runs the setup, then marks the
 // store ready. answered says whether the database answered the ping.
 func (s *Store) prepare(ctx context.Context) (answered bool, err error) {
-	pctx, cancel := context.WithTimeout(ctx, firstPingTimeout)
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	err = s.Ping(pctx)
 	cancel()
 	if err != nil {
