@@ -192,6 +192,12 @@ var (
 	descBreakerState = prometheus.NewDesc("listingproxy_breaker_state",
 		"1 for the state each circuit breaker is in, 0 for the others; by backend and tenant (empty for the backend-wide breaker).",
 		[]string{"backend", "tenant", "state"}, nil)
+	descBreakerLastSuccess = prometheus.NewDesc("listingproxy_breaker_last_success_timestamp_seconds",
+		"Unix time of the latest success counted by each circuit breaker (absent before the first); by backend and tenant (empty for the backend-wide breaker).",
+		[]string{"backend", "tenant"}, nil)
+	descBreakerLastFailure = prometheus.NewDesc("listingproxy_breaker_last_failure_timestamp_seconds",
+		"Unix time of the latest failure counted by each circuit breaker (absent before the first); the error is on the admin listener's /backends.",
+		[]string{"backend", "tenant"}, nil)
 	descBulkheadInFlight = prometheus.NewDesc("listingproxy_bulkhead_in_flight",
 		"Backend calls of a tenant holding one of its bulkhead slots.", []string{"backend", "tenant"}, nil)
 	descBulkheadSlots = prometheus.NewDesc("listingproxy_bulkhead_slots",
@@ -241,6 +247,8 @@ type breakerCollector struct {
 
 func (c *breakerCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descBreakerState
+	ch <- descBreakerLastSuccess
+	ch <- descBreakerLastFailure
 	ch <- descBulkheadInFlight
 	ch <- descBulkheadSlots
 }
@@ -253,6 +261,12 @@ func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
 				v = 1
 			}
 			ch <- prometheus.MustNewConstMetric(descBreakerState, prometheus.GaugeValue, v, st.Backend, st.Tenant, s.String())
+		}
+		if !st.LastSuccess.IsZero() {
+			ch <- prometheus.MustNewConstMetric(descBreakerLastSuccess, prometheus.GaugeValue, float64(st.LastSuccess.UnixNano())/1e9, st.Backend, st.Tenant)
+		}
+		if !st.LastFailure.IsZero() {
+			ch <- prometheus.MustNewConstMetric(descBreakerLastFailure, prometheus.GaugeValue, float64(st.LastFailure.UnixNano())/1e9, st.Backend, st.Tenant)
 		}
 		if st.Slots > 0 {
 			ch <- prometheus.MustNewConstMetric(descBulkheadInFlight, prometheus.GaugeValue, float64(st.InFlight), st.Backend, st.Tenant)
