@@ -100,7 +100,7 @@ func newFake() *fakeBackend {
 	prop := func(id int64, agency, street string) upstream.Property {
 		return upstream.Property{
 			ID: id, AgencyID: agency, LastUpdated: fixedNow.Add(-time.Hour), Approved: time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC),
-			StreetNumber: "12", StreetName: street, AddressDisplay: true, Status: "CURRENT", Latitude: -33.8688, Longitude: 151.2093,
+			StreetNumber: "12", StreetName: street, AddressDisplay: true, Status: "CURRENT", Latitude: ptr(-33.8688), Longitude: ptr(151.2093),
 			PriceText: "$650,000", PriceFrom: ptr(650000.0), Category: "Residential", PropertyType: "House",
 			Suburb: "Manly", Area: "Northern Beaches", Region: "Sydney", Bedrooms: ptr(3), Bathrooms: ptr(2),
 			Agents: []upstream.AgentRef{{ID: 5, Name: "Jane Doe"}},

@@ -83,9 +83,9 @@ type Property struct {
 	StreetNumber   string
 	StreetName     string
 	AddressDisplay bool
-	Status         string // CURRENT, CONTRACT, SOLD or RENTED, as stored
-	Latitude       float64
-	Longitude      float64
+	Status         string   // CURRENT, CONTRACT, SOLD or RENTED, as stored
+	Latitude       *float64 // nil when the source has none (never 0°)
+	Longitude      *float64
 
 	PriceText    string   // display price, e.g. "$650,000" or "Auction"
 	PriceFrom    *float64 // raw price

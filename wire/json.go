@@ -81,8 +81,8 @@ func jsonProperty(dst []byte, p *upstream.Property, lv level) []byte {
 	dst = appendJSONEscaped(dst, p.StreetName)
 	dst = append(dst, `"}`...)
 	dst = jsonField(dst, `,"status":`, p.Status)
-	dst = jsonFloat(dst, `,"latitude":`, p.Latitude)
-	dst = jsonFloat(dst, `,"longitude":`, p.Longitude)
+	dst = jsonFloatPtr(dst, `,"latitude":`, p.Latitude)
+	dst = jsonFloatPtr(dst, `,"longitude":`, p.Longitude)
 	if lv.full {
 		dst = jsonField(dst, `,"price":`, p.PriceText)
 		if lv.prices {

@@ -397,6 +397,8 @@ func TestEmptyValues(t *testing.T) {
 	for _, w := range []string{
 		`  <address display="false"/>` + "\n",
 		"  <status/>\n",
+		"  <latitude/>\n",
+		"  <longitude/>\n",
 		"  <bedrooms/>\n",
 		`  <photos count="2"/>` + "\n", // a count without items
 		`    <agent id="9"/>` + "\n",
@@ -416,6 +418,7 @@ func TestEmptyValues(t *testing.T) {
 	for _, w := range []string{
 		`"address":{"display":"false","address":""}`,
 		`"price_from":"","price_to":null`,
+		`"latitude":"","longitude":""`,
 		`"bedrooms":""`,
 		`"photos":{"count":"2","photo":[]}`,
 		`"agent":[{"id":"9","name":""}]`,

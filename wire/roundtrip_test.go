@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/xml"
 	"math"
+	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"listingproxy/normalize"
@@ -85,7 +87,7 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 		p := upstream.Property{
 			ID: 1, StreetNumber: number, StreetName: suburb, Status: "CURRENT",
-			Latitude: lat, Longitude: lng,
+			Latitude: &lat, Longitude: &lng,
 			Suburb: suburb, Description: desc, BuiltIn: built, Bedrooms: &beds, FloorSize: &size,
 			PhotoCount: 1, Photos: []upstream.Media{{URL: "https://img.example/1.jpg", Caption: caption, Position: 1}},
 			Agents: []upstream.AgentRef{{ID: 2, Name: agent}},
@@ -101,4 +103,37 @@ func FuzzRoundTrip(f *testing.F) {
 			t.Errorf("second round trip changed the document:\nsecond:\n%s\nthird:\n%s", second, third)
 		}
 	})
+}
+
+// TestMissingStaysMissing: empty coordinates, sizes and counts of a legacy
+// document read as missing and render empty, never as 0.
+func TestMissingStaysMissing(t *testing.T) {
+	doc := `<?xml version="1.0" encoding="UTF-8"?>
+<property id="9" last_updated="Fri Nov 20 09:30:00 +1100 2026">
+  <address display="true">12 Smith Street</address>
+  <status>CURRENT</status>
+  <latitude/>
+  <longitude></longitude>
+  <price_from/>
+  <bedrooms> </bedrooms>
+  <bathrooms/>
+  <floor_size/>
+  <lot_size/>
+</property>`
+	p, err := ReadProperty(newTokens([]byte(doc)), time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(AppendProperty(nil, XML, &p, Options{Prices: true}))
+	for _, tag := range []string{"latitude", "longitude", "price_from", "bedrooms", "bathrooms", "floor_size", "lot_size"} {
+		if w := "  <" + tag + "/>\n"; !strings.Contains(got, w) {
+			t.Errorf("XML lacks %q:\n%s", w, got)
+		}
+	}
+	gotJSON := string(AppendProperty(nil, JSON, &p, Options{Prices: true}))
+	for _, w := range []string{`"latitude":""`, `"longitude":""`, `"bedrooms":""`, `"floor_size":""`} {
+		if !strings.Contains(gotJSON, w) {
+			t.Errorf("JSON lacks %s:\n%s", w, gotJSON)
+		}
+	}
 }

@@ -175,8 +175,8 @@ func xmlProperty(dst []byte, depth int, p *upstream.Property, lv level) []byte {
 	}
 
 	dst = xmlString(dst, d, "status", p.Status)
-	dst = xmlFloat(dst, d, "latitude", p.Latitude)
-	dst = xmlFloat(dst, d, "longitude", p.Longitude)
+	dst = xmlFloatPtr(dst, d, "latitude", p.Latitude)
+	dst = xmlFloatPtr(dst, d, "longitude", p.Longitude)
 	if lv.full {
 		dst = xmlString(dst, d, "price", p.PriceText)
 		if lv.prices {

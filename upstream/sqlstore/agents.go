@@ -55,8 +55,9 @@ func (s *Store) agents(ctx context.Context, sc upstream.Scope, r agentRequest) (
 	page := []upstream.Agent{}
 	err = s.each(ctx, "list_agents", q, func(rows *sql.Rows) error {
 		var a upstream.Agent
-		if err := rows.Scan(&a.ID, &a.Name, &a.Username, &a.Phone, &a.AfterHoursPhone, &a.MobilePhone,
-			&a.Email, &a.Description, &a.PhotoURL, &a.WebsiteURL); err != nil {
+		if err := rows.Scan(&a.ID, textOrEmpty{&a.Name}, textOrEmpty{&a.Username}, textOrEmpty{&a.Phone},
+			textOrEmpty{&a.AfterHoursPhone}, textOrEmpty{&a.MobilePhone}, textOrEmpty{&a.Email}, textOrEmpty{&a.Description},
+			textOrEmpty{&a.PhotoURL}, textOrEmpty{&a.WebsiteURL}); err != nil {
 			return err
 		}
 		page = append(page, a)
@@ -141,7 +142,7 @@ func (s *Store) decorateAgents(ctx context.Context, tenant int64, country string
 			var ref upstream.PropertyRef
 			var lastUpdated nullTime
 			var number, name string
-			if err := rows.Scan(&aid, &ref.ID, &lastUpdated, &number, &name, &ref.AgencyID); err != nil {
+			if err := rows.Scan(&aid, &ref.ID, &lastUpdated, textOrEmpty{&number}, textOrEmpty{&name}, textOrEmpty{&ref.AgencyID}); err != nil {
 				return err
 			}
 			ref.LastUpdated = lastUpdated.t

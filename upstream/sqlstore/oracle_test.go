@@ -189,7 +189,7 @@ func (o *oracle) property(p demo.Property, d normalize.Detail) upstream.Property
 	out := upstream.Property{
 		ID: p.ID, AgencyID: p.AgencyID, LastUpdated: p.LastUpdated, Approved: p.Approved,
 		StreetNumber: p.StreetNumber, StreetName: p.StreetName, AddressDisplay: p.AddressDisplay,
-		Status: p.Status, Latitude: p.Latitude, Longitude: p.Longitude, PriceText: p.PriceText,
+		Status: p.Status, Latitude: &p.Latitude, Longitude: &p.Longitude, PriceText: p.PriceText,
 		PriceFrom: p.PriceFrom, PriceTo: p.PriceTo, PriceType: p.PriceType, Category: p.Category,
 		PropertyType: p.PropertyType, Suburb: p.Suburb, Area: p.Area, Region: p.Region,
 		Bedrooms: p.Bedrooms, Bathrooms: p.Bathrooms, FloorSize: p.FloorSize, LotSize: p.LotSize,

@@ -434,10 +434,11 @@ func scanProperty(rows *sql.Rows) (upstream.Property, error) {
 		priceFrom, priceTo, floorSize, lotSize sql.NullFloat64
 		bedrooms, bathrooms                    sql.NullInt64
 	)
-	err := rows.Scan(&p.ID, &p.AgencyID, &lastUpdated, &approved, &p.StreetNumber, &p.StreetName,
-		&p.AddressDisplay, &p.Status, &p.Latitude, &p.Longitude, &p.PriceText, &priceFrom, &priceTo,
-		&p.PriceType, &p.Category, &p.PropertyType, &p.Suburb, &p.Area, &p.Region, &bedrooms, &bathrooms,
-		&floorSize, &lotSize, &p.BuiltIn, &p.Description, &p.Featured)
+	err := rows.Scan(&p.ID, textOrEmpty{&p.AgencyID}, &lastUpdated, &approved, textOrEmpty{&p.StreetNumber}, textOrEmpty{&p.StreetName},
+		flagOrFalse{&p.AddressDisplay}, textOrEmpty{&p.Status}, &p.Latitude, &p.Longitude, textOrEmpty{&p.PriceText}, &priceFrom, &priceTo,
+		textOrEmpty{&p.PriceType}, textOrEmpty{&p.Category}, textOrEmpty{&p.PropertyType}, textOrEmpty{&p.Suburb}, textOrEmpty{&p.Area},
+		textOrEmpty{&p.Region}, &bedrooms, &bathrooms, &floorSize, &lotSize, textOrEmpty{&p.BuiltIn}, textOrEmpty{&p.Description},
+		flagOrFalse{&p.Featured})
 	if err != nil {
 		return p, err
 	}
@@ -486,7 +487,7 @@ func (s *Store) decorateProperties(ctx context.Context, page []upstream.Property
 		err := s.each(ctx, "load_property_agents", q, func(rows *sql.Rows) error {
 			var pid int64
 			var a upstream.AgentRef
-			if err := rows.Scan(&pid, &a.ID, &a.Name); err != nil {
+			if err := rows.Scan(&pid, &a.ID, textOrEmpty{&a.Name}); err != nil {
 				return err
 			}
 			p := &page[idx[pid]]
@@ -506,7 +507,7 @@ func (s *Store) decorateProperties(ctx context.Context, page []upstream.Property
 				var pid int64
 				var kind string
 				var m upstream.Media
-				if err := rows.Scan(&pid, &kind, &m.URL, &m.Thumbnail, &m.Type, &m.Caption, &m.Position); err != nil {
+				if err := rows.Scan(&pid, &kind, textOrEmpty{&m.URL}, textOrEmpty{&m.Thumbnail}, textOrEmpty{&m.Type}, textOrEmpty{&m.Caption}, &m.Position); err != nil {
 					return err
 				}
 				p := &page[idx[pid]]

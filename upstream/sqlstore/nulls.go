@@ -1,0 +1,34 @@
+package sqlstore
+
+import "database/sql"
+
+// Legacy databases do not always hold the NOT NULL constraints of our
+// schema (docs/sql.md): a NULL in a text or flag column must read as the
+// empty value, not fail the whole list it is part of. Nullable numbers
+// (coordinates, sizes, counts of rooms) scan into pointers and stay
+// missing; these two cover the columns whose model value is not a pointer.
+
+// textOrEmpty scans a text column into *s; NULL reads as "".
+type textOrEmpty struct{ s *string }
+
+func (n textOrEmpty) Scan(v any) error {
+	var ns sql.NullString
+	if err := ns.Scan(v); err != nil {
+		return err
+	}
+	*n.s = ns.String
+	return nil
+}
+
+// flagOrFalse scans a boolean column into *b; NULL reads as false (an address
+// without a display flag is hidden, a listing without one is not featured).
+type flagOrFalse struct{ b *bool }
+
+func (n flagOrFalse) Scan(v any) error {
+	var nb sql.NullBool
+	if err := nb.Scan(v); err != nil {
+		return err
+	}
+	*n.b = nb.Bool
+	return nil
+}
