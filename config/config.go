@@ -49,11 +49,57 @@ const (
 	KindCRM      = "crm"
 )
 
-// Backend is one legacy source of truth.
-type Backend struct {
-	Kind string `yaml:"kind"` // sqlite, postgres, mysql or crm
+// Kinds lists every backend kind, in the order messages name them.
+func Kinds() []string { return []string{KindSQLite, KindPostgres, KindMySQL, KindCRM} }
 
-	// SQL backends.
+// Backend is one legacy source of truth. In the file it is one mapping,
+// kind and that kind's keys; the keys decode into the kind's own struct, so
+// a key of another kind (a dsn on a crm backend) is a located error, not a
+// setting silently ignored. After Parse exactly the struct of Kind is set.
+type Backend struct {
+	Kind string
+	SQL  *SQLBackend // kinds sqlite, postgres and mysql
+	CRM  *CRMBackend // kind crm
+}
+
+// settings returns the struct kind's keys decode into, allocating it in b,
+// or nil for an unknown kind. It is config's table of backend kinds: a new
+// kind is a constant, a struct and a case here (and an opener in cmd).
+func (b *Backend) settings() any {
+	switch b.Kind {
+	case KindSQLite, KindPostgres, KindMySQL:
+		if b.SQL == nil {
+			b.SQL = new(SQLBackend)
+		}
+		return b.SQL
+	case KindCRM:
+		if b.CRM == nil {
+			b.CRM = new(CRMBackend)
+		}
+		return b.CRM
+	}
+	return nil
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler: kind first, then the same
+// mapping into the kind's struct (the schema check has already reported
+// keys that are not the kind's).
+func (b *Backend) UnmarshalYAML(n *yaml.Node) error {
+	var k struct {
+		Kind string `yaml:"kind"`
+	}
+	if err := n.Decode(&k); err != nil {
+		return err
+	}
+	*b = Backend{Kind: k.Kind}
+	if s := b.settings(); s != nil {
+		return n.Decode(s)
+	}
+	return nil
+}
+
+// SQLBackend is a database backend: sqlite, postgres or mysql.
+type SQLBackend struct {
 	DSN             string   `yaml:"dsn"`
 	SeedDemo        bool     `yaml:"seed_demo"`         // create the schema and load the demo data when the database is empty
 	MaxOpenConns    int      `yaml:"max_open_conns"`    // default 10 (sqlite: 4)
@@ -61,8 +107,10 @@ type Backend struct {
 	ConnMaxLifetime Duration `yaml:"conn_max_lifetime"` // default 30m
 	QueryTimeout    Duration `yaml:"query_timeout"`     // per statement; default 5s
 	Notify          bool     `yaml:"notify"`            // postgres: LISTEN for change notifications
+}
 
-	// CRM backends.
+// CRMBackend is the legacy CRM's XML API.
+type CRMBackend struct {
 	URL                string   `yaml:"url"`
 	Timeout            Duration `yaml:"timeout"`             // per upstream call; default 3s
 	MaxConcurrency     int      `yaml:"max_concurrency"`     // concurrent upstream calls; default 16

@@ -339,7 +339,56 @@ tenants:
 		t.Fatal(err)
 	}
 	b := cfg.Backends["b"]
-	if b.Kind != config.KindSQLite || b.DSN != "file:b.db" || b.QueryTimeout.D() != 2*time.Second {
+	if b.Kind != config.KindSQLite || b.SQL == nil || b.SQL.DSN != "file:b.db" || b.SQL.QueryTimeout.D() != 2*time.Second {
 		t.Errorf("merged backend b = %+v, want a's kind and timeout with its own dsn", b)
+	}
+}
+
+// TestBackendKinds: each kind's keys decode into its own struct, and a key
+// of another kind is a located error naming the kind.
+func TestBackendKinds(t *testing.T) {
+	src := `backends:
+  legacy:
+    kind: crm
+    url: http://crm.example
+    dsn: "file:x.db"
+    max_open_conns: 3
+  db: {kind: postgres, dsn: "postgres://db", hydrate: never, max_open_conns: 3}
+  reused: &lite {kind: sqlite, dsn: "file:a.db"}
+  merged:
+    <<: *lite
+    url: http://crm.example
+  nokind: {dsn: "file:b.db"}
+tenants:
+  a: {backend: db}
+`
+	_, err := config.Parse("c.yaml", []byte(src), noEnv)
+	want := config.Problems{
+		`c.yaml:5: backends.legacy.dsn: not a key of a crm backend`,
+		`c.yaml:6: backends.legacy.max_open_conns: not a key of a crm backend`,
+		`c.yaml:7: backends.db.hydrate: not a key of a postgres backend`,
+		`c.yaml:11: backends.merged.url: not a key of a sqlite backend`,
+		`c.yaml:12: backends.nokind.kind: required (sqlite, postgres, mysql or crm)`,
+	}
+	if diff := cmp.Diff(want, err); diff != "" {
+		t.Errorf("problems mismatch (-want +got):\n%s", diff)
+	}
+
+	cfg, err := config.Parse("c.yaml", []byte(`backends:
+  legacy: {kind: crm, url: "http://crm.example", max_concurrency: 4}
+  db: {kind: mysql, dsn: "root@tcp(db)/x", max_open_conns: 3}
+tenants:
+  a: {backend: db}
+  b: {backend: legacy, upstream_username: u, upstream_password: p}
+`), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crm, db := cfg.Backends["legacy"], cfg.Backends["db"]
+	if crm.SQL != nil || crm.CRM == nil || crm.CRM.URL != "http://crm.example" || crm.CRM.MaxConcurrency != 4 {
+		t.Errorf("crm backend = %+v (crm %+v), want only its CRM settings", crm, crm.CRM)
+	}
+	if db.CRM != nil || db.SQL == nil || db.SQL.DSN != "root@tcp(db)/x" || db.SQL.MaxOpenConns != 3 {
+		t.Errorf("mysql backend = %+v (sql %+v), want only its SQL settings", db, db.SQL)
 	}
 }

@@ -45,6 +45,10 @@ func (s *schema) check(n *yaml.Node, t reflect.Type, path string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if t == backendType {
+		s.backend(n, path)
+		return
+	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
 		s.scalar(n, t, path)
 		return
@@ -54,21 +58,12 @@ func (s *schema) check(n *yaml.Node, t reflect.Type, path string) {
 		if !s.want(n, yaml.MappingNode, path) {
 			return
 		}
-		fields := map[string]reflect.Type{}
-		for f := range t.Fields() {
-			if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name != "" && name != "-" {
-				fields[name] = f.Type
-			}
-		}
-		s.mapping(n, path, func(key string) (reflect.Type, bool) {
-			ft, ok := fields[key]
-			return ft, ok
-		})
+		s.mapping(n, path, structFields(t), unknownKey)
 	case reflect.Map:
 		if !s.want(n, yaml.MappingNode, path) {
 			return
 		}
-		s.mapping(n, path, func(string) (reflect.Type, bool) { return t.Elem(), true })
+		s.mapping(n, path, func(string) (reflect.Type, bool) { return t.Elem(), true }, unknownKey)
 	case reflect.Slice:
 		if !s.want(n, yaml.SequenceNode, path) {
 			return
@@ -87,7 +82,7 @@ func (s *schema) check(n *yaml.Node, t reflect.Type, path string) {
 // and the value of each known key, typed by field. A repeated key is
 // dropped, as yaml.v3 would otherwise drop the whole mapping and validation
 // would report the mapping's other keys as missing.
-func (s *schema) mapping(n *yaml.Node, path string, field func(string) (reflect.Type, bool)) {
+func (s *schema) mapping(n *yaml.Node, path string, field func(string) (reflect.Type, bool), unknown func(key string) string) {
 	seen := map[string]int{}
 	kept := n.Content[:0]
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -108,13 +103,90 @@ func (s *schema) mapping(n *yaml.Node, path string, field func(string) (reflect.
 		seen[k.Value] = k.Line
 		s.lines[p] = k.Line
 		ft, ok := field(k.Value)
-		if !ok {
-			s.add(k, p, "unknown key %q", k.Value)
-			continue
+		switch {
+		case !ok:
+			s.add(k, p, "%s", unknown(k.Value))
+		case ft != nil: // nil: checked by the caller
+			s.check(v, ft, p)
 		}
-		s.check(v, ft, p)
 	}
 	n.Content = kept
+}
+
+func unknownKey(key string) string { return fmt.Sprintf("unknown key %q", key) }
+
+// structFields looks up a struct's fields by their YAML key.
+func structFields(t reflect.Type) func(string) (reflect.Type, bool) {
+	fields := map[string]reflect.Type{}
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name != "" && name != "-" {
+			fields[name] = f.Type
+		}
+	}
+	return func(key string) (reflect.Type, bool) {
+		ft, ok := fields[key]
+		return ft, ok
+	}
+}
+
+var backendType = reflect.TypeFor[Backend]()
+
+// backend checks a backend's mapping against the struct of its kind. With
+// no kind or an unknown one only the kind is checked (validate says what is
+// wrong with it): which keys belong is not known.
+func (s *schema) backend(n *yaml.Node, path string) {
+	if !s.want(n, yaml.MappingNode, path) {
+		return
+	}
+	var b Backend
+	if k, v := kindOf(n); v != nil {
+		if k != nil { // the kind's own key, not one merged from an anchor
+			s.lines[path+".kind"] = k.Line
+			s.scalar(v, reflect.TypeFor[string](), path+".kind")
+		}
+		b.Kind = v.Value
+	}
+	settings := b.settings()
+	if settings == nil {
+		return
+	}
+	fields := structFields(reflect.TypeOf(settings).Elem())
+	s.mapping(n, path, func(key string) (reflect.Type, bool) {
+		if key == "kind" {
+			return nil, true // checked above
+		}
+		return fields(key)
+	}, func(string) string { return fmt.Sprintf("not a key of a %s backend", b.Kind) })
+}
+
+// kindOf finds a backend mapping's kind: its own key (k set), else one
+// merged in with "<<: *anchor" (k nil), as YAML's merge key says.
+func kindOf(n *yaml.Node) (k, v *yaml.Node) {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == "kind" && n.Content[i].ShortTag() != "!!merge" {
+			return n.Content[i], n.Content[i+1]
+		}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].ShortTag() != "!!merge" {
+			continue
+		}
+		merged := []*yaml.Node{n.Content[i+1]}
+		if merged[0].Kind == yaml.SequenceNode {
+			merged = merged[0].Content
+		}
+		for _, m := range merged {
+			for m.Kind == yaml.AliasNode {
+				m = m.Alias
+			}
+			if m.Kind == yaml.MappingNode {
+				if _, v := kindOf(m); v != nil {
+					return nil, v
+				}
+			}
+		}
+	}
+	return nil, nil
 }
 
 var kindNames = map[yaml.Kind]string{

@@ -45,38 +45,39 @@ func (c *Config) ApplyDefaults() {
 	if c.MaxResults == 0 {
 		c.MaxResults = 1000
 	}
-	for name, b := range c.Backends {
-		switch b.Kind {
-		case KindSQLite, KindPostgres, KindMySQL:
-			if b.MaxOpenConns == 0 {
-				b.MaxOpenConns = 10
+	for _, b := range c.Backends {
+		switch {
+		case b.SQL != nil:
+			sb := b.SQL
+			if sb.MaxOpenConns == 0 {
+				sb.MaxOpenConns = 10
 				if b.Kind == KindSQLite {
-					b.MaxOpenConns = 4
+					sb.MaxOpenConns = 4
 				}
 			}
-			if b.MaxIdleConns == 0 {
-				b.MaxIdleConns = b.MaxOpenConns
+			if sb.MaxIdleConns == 0 {
+				sb.MaxIdleConns = sb.MaxOpenConns
 			}
-			defD(&b.ConnMaxLifetime, 30*time.Minute)
-			defD(&b.QueryTimeout, 5*time.Second)
-		case KindCRM:
-			defD(&b.Timeout, 3*time.Second)
-			if b.MaxConcurrency == 0 {
-				b.MaxConcurrency = 16
+			defD(&sb.ConnMaxLifetime, 30*time.Minute)
+			defD(&sb.QueryTimeout, 5*time.Second)
+		case b.CRM != nil:
+			cb := b.CRM
+			defD(&cb.Timeout, 3*time.Second)
+			if cb.MaxConcurrency == 0 {
+				cb.MaxConcurrency = 16
 			}
-			def(&b.Hydrate, "auto")
-			if b.HydrateConcurrency == 0 {
-				b.HydrateConcurrency = 8
+			def(&cb.Hydrate, "auto")
+			if cb.HydrateConcurrency == 0 {
+				cb.HydrateConcurrency = 8
 			}
-			defD(&b.DocTTL, 60*time.Second)
-			if b.MaxBodyBytes == 0 {
-				b.MaxBodyBytes = 16 << 20
+			defD(&cb.DocTTL, 60*time.Second)
+			if cb.MaxBodyBytes == 0 {
+				cb.MaxBodyBytes = 16 << 20
 			}
-			if b.MaxElements == 0 {
-				b.MaxElements = 100_000
+			if cb.MaxElements == 0 {
+				cb.MaxElements = 100_000
 			}
 		}
-		c.Backends[name] = b
 	}
 	for name, t := range c.Tenants {
 		def(&t.UpstreamTenant, name)
@@ -131,6 +132,12 @@ func (c *Config) ApplyDefaults() {
 	def(&c.Log.Format, "auto")
 }
 
+// kindList is "sqlite, postgres, mysql or crm".
+func kindList() string {
+	k := Kinds()
+	return strings.Join(k[:len(k)-1], ", ") + " or " + k[len(k)-1]
+}
+
 type problem struct{ path, msg string }
 
 var (
@@ -177,46 +184,42 @@ func (c *Config) validate() []problem {
 	for _, name := range slices.Sorted(maps.Keys(c.Backends)) {
 		b := c.Backends[name]
 		p := "backends." + name
-		switch b.Kind {
-		case KindSQLite, KindPostgres, KindMySQL:
-			if b.DSN == "" {
+		switch {
+		case b.SQL != nil:
+			sb := b.SQL
+			if sb.DSN == "" {
 				add(p+".dsn", "required for a %s backend", b.Kind)
 			}
-			if b.URL != "" {
-				add(p+".url", "only crm backends take a url")
-			}
-			if b.MaxOpenConns < 0 {
+			if sb.MaxOpenConns < 0 {
 				add(p+".max_open_conns", "must not be negative")
 			}
-			if b.Notify && b.Kind != KindPostgres {
+			if sb.Notify && b.Kind != KindPostgres {
 				add(p+".notify", "change notifications need a postgres backend")
 			}
-		case KindCRM:
-			u, err := url.Parse(b.URL)
+		case b.CRM != nil:
+			cb := b.CRM
+			u, err := url.Parse(cb.URL)
 			switch {
-			case b.URL == "":
+			case cb.URL == "":
 				add(p+".url", "required for a crm backend")
 			case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-				add(p+".url", "invalid url %q (want http(s)://host[:port][/path])", b.URL)
+				add(p+".url", "invalid url %q (want http(s)://host[:port][/path])", cb.URL)
 			}
-			if b.DSN != "" {
-				add(p+".dsn", "crm backends take a url, not a dsn")
-			}
-			switch b.Hydrate {
+			switch cb.Hydrate {
 			case "auto", "always", "never":
 			default:
-				add(p+".hydrate", "invalid value %q (want auto, always or never)", b.Hydrate)
+				add(p+".hydrate", "invalid value %q (want auto, always or never)", cb.Hydrate)
 			}
-			if b.MaxConcurrency < 1 {
+			if cb.MaxConcurrency < 1 {
 				add(p+".max_concurrency", "must be at least 1")
 			}
-			if b.MaxElements < 1 {
+			if cb.MaxElements < 1 {
 				add(p+".max_elements", "must be at least 1")
 			}
-		case "":
-			add(p+".kind", "required (sqlite, postgres, mysql or crm)")
+		case b.Kind == "":
+			add(p+".kind", "required (%s)", kindList())
 		default:
-			add(p+".kind", "unknown kind %q (want sqlite, postgres, mysql or crm)", b.Kind)
+			add(p+".kind", "unknown kind %q (want %s)", b.Kind, kindList())
 		}
 	}
 
@@ -232,7 +235,7 @@ func (c *Config) validate() []problem {
 			add(p+".backend", "required")
 		case !ok:
 			add(p+".backend", "unknown backend %q", t.Backend)
-		case b.Kind == KindCRM && (t.UpstreamUsername == "" || t.UpstreamPassword == ""):
+		case b.CRM != nil && (t.UpstreamUsername == "" || t.UpstreamPassword == ""):
 			add(p+".upstream_username", "a tenant on a crm backend needs upstream_username and upstream_password")
 		}
 		if rl := t.RateLimit; rl != nil {

@@ -19,7 +19,7 @@ func TestCRMConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	summit, harbour := cfg.Tenants["summit"], cfg.Tenants["harbour"]
-	if b := cfg.Backends[summit.Backend]; b.Kind != config.KindCRM || b.URL != "http://127.0.0.1:9000" {
+	if b := cfg.Backends[summit.Backend]; b.CRM == nil || b.CRM.URL != "http://127.0.0.1:9000" {
 		t.Errorf("summit's backend %s = %+v, want the CRM at http://127.0.0.1:9000", summit.Backend, b)
 	}
 	if summit.UpstreamUsername != "summit" || summit.UpstreamPassword != "summit-crm" {
@@ -28,7 +28,7 @@ func TestCRMConfig(t *testing.T) {
 	if !strings.Contains(defaultUsers[1], "summit:summit-crm:summit:") {
 		t.Errorf("legacy-crm's default summit user %q no longer matches the configuration", defaultUsers[1])
 	}
-	if b := cfg.Backends[harbour.Backend]; b.Kind != "sqlite" || !b.SeedDemo {
+	if b := cfg.Backends[harbour.Backend]; b.Kind != config.KindSQLite || !b.SQL.SeedDemo {
 		t.Errorf("harbour's backend %s = %+v, want the seeded SQLite demo", harbour.Backend, b)
 	}
 	if len(cfg.Users) != 4 {

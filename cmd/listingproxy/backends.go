@@ -1,19 +1,29 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"listingproxy/config"
+	"listingproxy/telemetry"
 	"listingproxy/upstream"
 	"listingproxy/upstream/breaker"
+	"listingproxy/upstream/crm"
+	"listingproxy/upstream/sqlstore"
+	"listingproxy/upstream/sqlstore/demo"
 )
 
 // readier is a backend that may not be ready to serve yet (sqlstore while
@@ -120,6 +130,160 @@ func registerBackendReady(reg prometheus.Registerer, backends map[string]upstrea
 			return 1
 		})
 		if err := reg.Register(g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// backendKind is how cmd opens one kind of backend.
+type backendKind struct {
+	// open opens the backend name of cfg; the function returned releases
+	// it.
+	open func(ctx context.Context, name string, cfg *config.Config, env openEnv) (upstream.Backend, func(), error)
+	// concurrency is the backend's own concurrency limit, which the
+	// bulkheads share out: the SQL pool size, the CRM's concurrent calls.
+	concurrency func(config.Backend) int
+}
+
+// openEnv is what every opener may use beyond the configuration.
+type openEnv struct {
+	log *slog.Logger
+	now func() time.Time
+	tp  trace.TracerProvider
+}
+
+// backendKinds is every backend kind listingproxy opens, by config's kind:
+// config decodes a kind's keys (config.Backend.settings), this table opens
+// it. A kind config accepts and this table lacks fails at start-up with its
+// name, never as a guess (TestEveryKindOpens checks the two agree).
+var backendKinds = map[string]backendKind{
+	config.KindSQLite:   sqlKind,
+	config.KindPostgres: sqlKind,
+	config.KindMySQL:    sqlKind,
+	config.KindCRM:      {open: openCRM, concurrency: func(b config.Backend) int { return cmp.Or(b.CRM.MaxConcurrency, crm.DefaultMaxConcurrency) }},
+}
+
+var sqlKind = backendKind{open: openSQL, concurrency: func(b config.Backend) int { return b.SQL.MaxOpenConns }}
+
+// openBackend opens the backend name of cfg with its kind's opener.
+func openBackend(ctx context.Context, name string, cfg *config.Config, log *slog.Logger, now func() time.Time, tp trace.TracerProvider) (upstream.Backend, func(), error) {
+	kind := cfg.Backends[name].Kind
+	k, ok := backendKinds[kind]
+	if !ok {
+		return nil, nil, fmt.Errorf("backend %s: kind %q cannot be opened (known: %s)", name, kind, strings.Join(slices.Sorted(maps.Keys(backendKinds)), ", "))
+	}
+	b, closer, err := k.open(ctx, name, cfg, openEnv{log: log, now: now, tp: tp})
+	if err != nil {
+		return nil, nil, fmt.Errorf("backend %s: %w", name, err)
+	}
+	return b, closer, nil
+}
+
+// openCRM opens a crm backend: the CRM client with each of its tenants'
+// upstream credentials.
+func openCRM(_ context.Context, name string, cfg *config.Config, env openEnv) (upstream.Backend, func(), error) {
+	b := cfg.Backends[name].CRM
+	creds := map[string]crm.Credential{}
+	for _, tn := range slices.Sorted(maps.Keys(cfg.Tenants)) {
+		t := cfg.Tenants[tn]
+		if t.Backend == name {
+			creds[t.UpstreamTenant] = crm.Credential{Username: t.UpstreamUsername, Password: t.UpstreamPassword}
+		}
+	}
+	mode, err := crm.ParseHydrateMode(b.Hydrate)
+	if err != nil {
+		return nil, nil, err
+	}
+	hc, closeIdle := crmHTTPClient(b, env.tp)
+	c, err := crm.New(crm.Options{
+		BaseURL: b.URL, Credentials: creds, Timeout: b.Timeout.D(), MaxConcurrency: b.MaxConcurrency,
+		MaxBodyBytes: int64(b.MaxBodyBytes), MaxElements: b.MaxElements, Hydrate: mode, HydrateConcurrency: b.HydrateConcurrency,
+		DocTTL: b.DocTTL.D(), Now: env.now, HTTPClient: hc,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, closeIdle, nil
+}
+
+// openSQL opens a sqlite, postgres or mysql backend. A database down at
+// start-up is waited for (sqlstore.Open), so the demo's migration and
+// seeding run when it first answers.
+func openSQL(ctx context.Context, name string, cfg *config.Config, env openEnv) (upstream.Backend, func(), error) {
+	kind, b := cfg.Backends[name].Kind, cfg.Backends[name].SQL
+	var setup func(context.Context, *sqlstore.Store) error
+	if b.SeedDemo {
+		setup = func(ctx context.Context, st *sqlstore.Store) error {
+			return seedIfEmpty(ctx, st, b, env.now, env.log, name)
+		}
+	}
+	st, err := sqlstore.Open(ctx, sqlstore.Config{
+		Dialect: kind, DSN: b.DSN, Now: env.now,
+		MaxOpenConns: b.MaxOpenConns, MaxIdleConns: b.MaxIdleConns,
+		ConnMaxLifetime: b.ConnMaxLifetime.D(), QueryTimeout: b.QueryTimeout.D(),
+		Logger: env.log.With("backend", name), TracerProvider: env.tp, Setup: setup,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, func() { st.Close() }, nil
+}
+
+// crmHTTPClient is the CRM client's HTTP client when tracing is on: the
+// transport crm.New would build for b (tuned to its concurrency and
+// timeout), with client spans and W3C trace context. Nil when tracing is
+// off (crm.New then builds its own).
+func crmHTTPClient(b *config.CRMBackend, tp trace.TracerProvider) (*http.Client, func()) {
+	if tp == nil {
+		return nil, func() {}
+	}
+	timeout := cmpDuration(b.Timeout.D(), crm.DefaultTimeout)
+	maxConc := b.MaxConcurrency
+	if maxConc <= 0 {
+		maxConc = crm.DefaultMaxConcurrency
+	}
+	base := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          2 * maxConc,
+		MaxIdleConnsPerHost:   maxConc,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   timeout,
+		ExpectContinueTimeout: time.Second,
+	}
+	return &http.Client{Transport: telemetry.Transport(base, tp)}, base.CloseIdleConnections
+}
+
+func cmpDuration(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// seedIfEmpty creates the schema and loads the demo data into an empty
+// database. The demo database is ours, so with notify it also installs the
+// change-notification trigger (idempotent); a legacy database's operator
+// installs it (README).
+func seedIfEmpty(ctx context.Context, st *sqlstore.Store, b *config.SQLBackend, now func() time.Time, log *slog.Logger, name string) error {
+	if err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	empty, err := st.Empty(ctx)
+	if err != nil {
+		return err
+	}
+	if empty {
+		start := time.Now()
+		if err := st.SeedDemo(ctx, demo.Options{Now: now()}); err != nil {
+			return fmt.Errorf("seed demo data: %w", err)
+		}
+		log.Info("seeded demo data", "backend", name, "took", time.Since(start).Round(time.Millisecond).String())
+	}
+	if b.Notify {
+		if err := st.InstallNotify(ctx); err != nil {
 			return err
 		}
 	}

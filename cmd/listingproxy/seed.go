@@ -68,7 +68,7 @@ func seedCommand(ctx context.Context, args []string, getenv func(string) string,
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// No per-statement timeout: a bulk load is one long transaction.
-	st, err := sqlstore.Open(ctx, sqlstore.Config{Dialect: b.Kind, DSN: b.DSN, Now: func() time.Time { return now }, MaxOpenConns: 2})
+	st, err := sqlstore.Open(ctx, sqlstore.Config{Dialect: b.Kind, DSN: b.SQL.DSN, Now: func() time.Time { return now }, MaxOpenConns: 2})
 	if err != nil {
 		return fmt.Errorf("seed: backend %s: %w", name, err)
 	}
@@ -104,11 +104,9 @@ func seedCommand(ctx context.Context, args []string, getenv func(string) string,
 }
 
 // seedBackend picks the SQL backend to seed: the named one, or the only SQL
-// backend of the configuration.
+// backend of the configuration. The backend returned has its SQL settings.
 func seedBackend(cfg *config.Config, name string) (string, config.Backend, error) {
-	isSQL := func(b config.Backend) bool {
-		return b.Kind == config.KindSQLite || b.Kind == config.KindPostgres || b.Kind == config.KindMySQL
-	}
+	isSQL := func(b config.Backend) bool { return b.SQL != nil }
 	if name != "" {
 		b, ok := cfg.Backends[name]
 		switch {

@@ -91,11 +91,11 @@ func TestEngineConfigsLoad(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := cfg.Backends["main"]
-			if b.Kind != kind || !b.SeedDemo || b.DSN == "" {
+			if b.Kind != kind || b.SQL == nil || !b.SQL.SeedDemo || b.SQL.DSN == "" {
 				t.Errorf("backend main = %+v, want kind %s with seed_demo and a DSN", b, kind)
 			}
-			if b.Notify != (kind == config.KindPostgres) {
-				t.Errorf("notify = %v", b.Notify)
+			if b.SQL.Notify != (kind == config.KindPostgres) {
+				t.Errorf("notify = %v", b.SQL.Notify)
 			}
 			for _, tn := range []string{"harbour", "summit"} {
 				if cfg.Tenants[tn].Backend != "main" {

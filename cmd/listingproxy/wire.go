@@ -1,13 +1,11 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"net/http"
 	"net/http/pprof"
 	"net/netip"
@@ -28,9 +26,7 @@ import (
 	"listingproxy/telemetry"
 	"listingproxy/upstream"
 	"listingproxy/upstream/breaker"
-	"listingproxy/upstream/crm"
 	"listingproxy/upstream/sqlstore"
-	"listingproxy/upstream/sqlstore/demo"
 )
 
 // app is the wired service: the public handler, the admin handler, and what
@@ -253,16 +249,7 @@ func (a *app) decorate(name string, cfg *config.Config, b upstream.Backend, tp t
 		}
 	}
 	a.metrics.InitBreakers(name, upstreams)
-	return a.breakers.Wrap(b, breaker.Backend{Name: name, Limit: concurrency(be), Tenants: upstreams})
-}
-
-// concurrency is a backend's own concurrency limit, which the bulkheads
-// share out: the SQL pool size, or the CRM's concurrent calls.
-func concurrency(b config.Backend) int {
-	if b.Kind == config.KindCRM {
-		return cmp.Or(b.MaxConcurrency, crm.DefaultMaxConcurrency)
-	}
-	return b.MaxOpenConns
+	return a.breakers.Wrap(b, breaker.Backend{Name: name, Limit: backendKinds[be.Kind].concurrency(be), Tenants: upstreams})
 }
 
 // trustedProxies returns server.trusted_proxies, which config validated.
@@ -305,113 +292,6 @@ func cmpGetenv(getenv func(string) string) func(string) string {
 	return getenv
 }
 
-// crmHTTPClient is the CRM client's HTTP client when tracing is on: the
-// transport crm.New would build for b (tuned to its concurrency and
-// timeout), with client spans and W3C trace context. Nil when tracing is
-// off (crm.New then builds its own).
-func crmHTTPClient(b config.Backend, tp trace.TracerProvider) (*http.Client, func()) {
-	if tp == nil {
-		return nil, func() {}
-	}
-	timeout := cmpDuration(b.Timeout.D(), crm.DefaultTimeout)
-	maxConc := b.MaxConcurrency
-	if maxConc <= 0 {
-		maxConc = crm.DefaultMaxConcurrency
-	}
-	base := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          2 * maxConc,
-		MaxIdleConnsPerHost:   maxConc,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   timeout,
-		ExpectContinueTimeout: time.Second,
-	}
-	return &http.Client{Transport: telemetry.Transport(base, tp)}, base.CloseIdleConnections
-}
-
-func cmpDuration(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
-}
-
-func openBackend(ctx context.Context, name string, cfg *config.Config, log *slog.Logger, now func() time.Time, tp trace.TracerProvider) (upstream.Backend, func(), error) {
-	b := cfg.Backends[name]
-	switch b.Kind {
-	case config.KindCRM:
-		creds := map[string]crm.Credential{}
-		for _, tn := range slices.Sorted(maps.Keys(cfg.Tenants)) {
-			t := cfg.Tenants[tn]
-			if t.Backend == name {
-				creds[t.UpstreamTenant] = crm.Credential{Username: t.UpstreamUsername, Password: t.UpstreamPassword}
-			}
-		}
-		mode, err := crm.ParseHydrateMode(b.Hydrate)
-		if err != nil {
-			return nil, nil, fmt.Errorf("backend %s: %w", name, err)
-		}
-		hc, closeIdle := crmHTTPClient(b, tp)
-		c, err := crm.New(crm.Options{
-			BaseURL: b.URL, Credentials: creds, Timeout: b.Timeout.D(), MaxConcurrency: b.MaxConcurrency,
-			MaxBodyBytes: int64(b.MaxBodyBytes), MaxElements: b.MaxElements, Hydrate: mode, HydrateConcurrency: b.HydrateConcurrency,
-			DocTTL: b.DocTTL.D(), Now: now, HTTPClient: hc,
-		})
-		if err != nil {
-			return nil, nil, fmt.Errorf("backend %s: %w", name, err)
-		}
-		return c, closeIdle, nil
-	default:
-		// A database down at start-up is waited for (sqlstore.Open), so
-		// the demo's migration and seeding run when it first answers.
-		var setup func(context.Context, *sqlstore.Store) error
-		if b.SeedDemo {
-			setup = func(ctx context.Context, st *sqlstore.Store) error {
-				return seedIfEmpty(ctx, st, b, now, log, name)
-			}
-		}
-		st, err := sqlstore.Open(ctx, sqlstore.Config{
-			Dialect: b.Kind, DSN: b.DSN, Now: now,
-			MaxOpenConns: b.MaxOpenConns, MaxIdleConns: b.MaxIdleConns,
-			ConnMaxLifetime: b.ConnMaxLifetime.D(), QueryTimeout: b.QueryTimeout.D(),
-			Logger: log.With("backend", name), TracerProvider: tp, Setup: setup,
-		})
-		if err != nil {
-			return nil, nil, fmt.Errorf("backend %s: %w", name, err)
-		}
-		return st, func() { st.Close() }, nil
-	}
-}
-
-// seedIfEmpty creates the schema and loads the demo data into an empty
-// database. The demo database is ours, so with notify it also installs the
-// change-notification trigger (idempotent); a legacy database's operator
-// installs it (README).
-func seedIfEmpty(ctx context.Context, st *sqlstore.Store, b config.Backend, now func() time.Time, log *slog.Logger, name string) error {
-	if err := st.Migrate(ctx); err != nil {
-		return err
-	}
-	empty, err := st.Empty(ctx)
-	if err != nil {
-		return err
-	}
-	if empty {
-		start := time.Now()
-		if err := st.SeedDemo(ctx, demo.Options{Now: now()}); err != nil {
-			return fmt.Errorf("seed demo data: %w", err)
-		}
-		log.Info("seeded demo data", "backend", name, "took", time.Since(start).Round(time.Millisecond).String())
-	}
-	if b.Notify {
-		if err := st.InstallNotify(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // listener is a backend that reports data changes (sqlstore on PostgreSQL).
 type listener interface {
 	Listen(ctx context.Context, fn func(tenant, resource string)) error
@@ -429,7 +309,7 @@ func watchChanges(cfg *config.Config, backends map[string]upstream.Backend, stor
 	done := make(chan struct{})
 	n := 0
 	for _, name := range slices.Sorted(maps.Keys(backends)) {
-		if !cfg.Backends[name].Notify {
+		if b := cfg.Backends[name]; b.SQL == nil || !b.SQL.Notify {
 			continue
 		}
 		l, ok := backends[name].(listener)

@@ -162,11 +162,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	queries := mixOf(scs[0])
 	for _, name := range backends {
 		b, ok := cfg.Backends[name]
-		if !ok {
-			return fmt.Errorf("no backend %q in %s", name, *cfgPath)
+		if !ok || b.SQL == nil {
+			return fmt.Errorf("no SQL backend %q in %s", name, *cfgPath)
 		}
 		kinds[name] = b.Kind
-		st, err := sqlstore.Open(ctx, sqlstore.Config{Dialect: b.Kind, DSN: b.DSN, MaxOpenConns: 2})
+		st, err := sqlstore.Open(ctx, sqlstore.Config{Dialect: b.Kind, DSN: b.SQL.DSN, MaxOpenConns: 2})
 		if err != nil {
 			return fmt.Errorf("backend %s: %w", name, err)
 		}
