@@ -179,6 +179,21 @@ func (s *Store) resolveAgents(ctx context.Context, tenant int64, country string,
 	return true, nil
 }
 
+// pageFrom is the FROM item of the page and geo statements of r: the one of
+// detectHints, except that on a MySQL table (hints allowed) properties
+// looked up by id (r.linked) are read by the primary key alone. Left to
+// choose, MariaDB weighs every (tenant_id, country, ...) index against the
+// id list, one index dive per id and index below 200 ids and still 14 ms
+// for 500: the statement costs 2-15 ms to plan and 0.2-1 ms to run; forced,
+// 0.2-4 ms in all.
+func (s *Store) pageFrom(r propertyRequest) string {
+	from := s.propertiesFrom()
+	if len(r.linked) > 0 && strings.Contains(from, "IGNORE INDEX") {
+		return "properties p FORCE INDEX (PRIMARY)"
+	}
+	return from
+}
+
 // scopeAgentsQuery is the first statement of resolveAgents: the ids, of
 // ids, of agents of the tenant and country (index agents_tc_id).
 func (s *Store) scopeAgentsQuery(tenant int64, country string, ids []int64) *query {
@@ -213,7 +228,7 @@ const deepOffset = 200
 func (s *Store) propertyPageQuery(tenant int64, country string, r propertyRequest) (*query, error) {
 	q := newQuery(s.d)
 	if r.offset < deepOffset {
-		q.add("SELECT ", propertyColumns, " FROM ", s.propertiesFrom())
+		q.add("SELECT ", propertyColumns, " FROM ", s.pageFrom(r))
 		q.where(s.propertyConds(q, tenant, country, r))
 		if err := q.orderBy(r.order, propertyOrder, "p.id"); err != nil {
 			return nil, err
@@ -221,7 +236,7 @@ func (s *Store) propertyPageQuery(tenant int64, country string, r propertyReques
 		q.limitOffset(r.limit, r.offset)
 		return q, nil
 	}
-	q.add("SELECT ", propertyColumns, " FROM (SELECT p.id FROM ", s.propertiesFrom())
+	q.add("SELECT ", propertyColumns, " FROM (SELECT p.id FROM ", s.pageFrom(r))
 	q.where(s.propertyConds(q, tenant, country, r))
 	if err := q.orderBy(r.order, propertyOrder, "p.id"); err != nil {
 		return nil, err
@@ -242,7 +257,7 @@ func (s *Store) propertyPageQuery(tenant int64, country string, r propertyReques
 // statement's time.
 func (s *Store) geoCandidatesQuery(tenant int64, country string, r propertyRequest) (*query, error) {
 	q := newQuery(s.d)
-	q.add("SELECT p.id, p.latitude, p.longitude FROM ", s.propertiesFrom())
+	q.add("SELECT p.id, p.latitude, p.longitude FROM ", s.pageFrom(r))
 	q.where(s.propertyConds(q, tenant, country, r))
 	if idOrder(r.order) {
 		return q, nil
