@@ -571,11 +571,11 @@ func TestComposeFile(t *testing.T) {
 			}
 		}
 		for _, b := range cfg.Backends {
-			if b.URL == "" {
+			if b.CRM == nil {
 				continue
 			}
-			if u, err := url.Parse(b.URL); err != nil || !hasService(u.Hostname()) {
-				t.Errorf("%s: backend URL %s is no service of the file", where, b.URL)
+			if u, err := url.Parse(b.CRM.URL); err != nil || !hasService(u.Hostname()) {
+				t.Errorf("%s: backend URL %s is no service of the file", where, b.CRM.URL)
 			}
 		}
 		if listen == "" {
