@@ -23,10 +23,10 @@ import (
 
 // Config is the whole configuration file.
 type Config struct {
-	Listen      string   `yaml:"listen"`       // public API listener, default "127.0.0.1:8080"
-	AdminListen string   `yaml:"admin_listen"` // metrics, health, pprof, purge; default "127.0.0.1:8081"; "" or "off" disables
-	Countries   []string `yaml:"countries"`    // country segments served, default [au, nz]
-	MaxResults  int      `yaml:"max_results"`  // results of a list without limit, and the cap on limit; default 1000
+	Listen      string   `yaml:"listen"`       // public API listener; default DefaultListen
+	AdminListen string   `yaml:"admin_listen"` // metrics, health, pprof, purge; default DefaultAdminListen; "off" disables
+	Countries   []string `yaml:"countries"`    // country segments served; default DefaultCountries
+	MaxResults  int      `yaml:"max_results"`  // results of a list without limit, and the cap on limit; 0: proxy.DefaultMaxResults
 
 	Backends map[string]Backend `yaml:"backends"`
 	Tenants  map[string]Tenant  `yaml:"tenants"`
@@ -98,27 +98,29 @@ func (b *Backend) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// SQLBackend is a database backend: sqlite, postgres or mysql.
+// SQLBackend is a database backend: sqlite, postgres or mysql. A zero knob
+// means sqlstore's default (sqlstore.Default*).
 type SQLBackend struct {
 	DSN             string   `yaml:"dsn"`
-	SeedDemo        bool     `yaml:"seed_demo"`         // create the schema and load the demo data when the database is empty
-	MaxOpenConns    int      `yaml:"max_open_conns"`    // default 10 (sqlite: 4)
-	MaxIdleConns    int      `yaml:"max_idle_conns"`    // default = max_open_conns
-	ConnMaxLifetime Duration `yaml:"conn_max_lifetime"` // default 30m
-	QueryTimeout    Duration `yaml:"query_timeout"`     // per statement; default 5s
-	Notify          bool     `yaml:"notify"`            // postgres: LISTEN for change notifications
+	SeedDemo        bool     `yaml:"seed_demo"` // create the schema and load the demo data when the database is empty
+	MaxOpenConns    int      `yaml:"max_open_conns"`
+	MaxIdleConns    int      `yaml:"max_idle_conns"` // 0: max_open_conns
+	ConnMaxLifetime Duration `yaml:"conn_max_lifetime"`
+	QueryTimeout    Duration `yaml:"query_timeout"` // per statement
+	Notify          bool     `yaml:"notify"`        // postgres: LISTEN for change notifications
 }
 
-// CRMBackend is the legacy CRM's XML API.
+// CRMBackend is the legacy CRM's XML API. A zero knob means crm's default
+// (crm.Default*).
 type CRMBackend struct {
 	URL                string   `yaml:"url"`
-	Timeout            Duration `yaml:"timeout"`             // per upstream call; default 3s
-	MaxConcurrency     int      `yaml:"max_concurrency"`     // concurrent upstream calls; default 16
-	Hydrate            string   `yaml:"hydrate"`             // auto, always or never; default auto
-	HydrateConcurrency int      `yaml:"hydrate_concurrency"` // default 8
-	DocTTL             Duration `yaml:"doc_ttl"`             // reuse of per-property documents; default 60s
-	MaxBodyBytes       ByteSize `yaml:"max_body_bytes"`      // default 16MiB
-	MaxElements        int      `yaml:"max_elements"`        // XML elements of one answer; default 100000
+	Timeout            Duration `yaml:"timeout"`         // per upstream call
+	MaxConcurrency     int      `yaml:"max_concurrency"` // concurrent upstream calls
+	Hydrate            string   `yaml:"hydrate"`         // auto (the default), always or never
+	HydrateConcurrency int      `yaml:"hydrate_concurrency"`
+	DocTTL             Duration `yaml:"doc_ttl"` // reuse of per-property documents
+	MaxBodyBytes       ByteSize `yaml:"max_body_bytes"`
+	MaxElements        int      `yaml:"max_elements"` // XML elements of one answer
 }
 
 // Tenant is a client/agency whose users see only its own data.
@@ -147,20 +149,18 @@ type RateLimit struct {
 // repeated failures are throttled per client address and per username.
 type Auth struct {
 	Workers int `yaml:"workers"` // concurrent bcrypt checks; default 0: one less than GOMAXPROCS (at least 1)
-	Queue   int `yaml:"queue"`   // checks waiting for a worker before 429; default 8
+	Queue   int `yaml:"queue"`   // checks waiting for a worker before 429
 	// ChecksPerSecond bounds the bcrypt checks started a second (burst: a
-	// second's worth); past it 429. Default 10.
+	// second's worth); past it 429.
 	ChecksPerSecond float64 `yaml:"checks_per_second"`
 	// FailuresPerAddress and FailuresPerUsername are token buckets of
 	// failed checks; an attempt finding its bucket empty gets 429 without
-	// a check. Defaults: 30 a minute, burst 10 per address; 10 a minute,
-	// burst 5 per username.
+	// a check.
 	FailuresPerAddress  FailureLimit `yaml:"failures_per_address"`
 	FailuresPerUsername FailureLimit `yaml:"failures_per_username"`
-	VerifiedEntries     int          `yaml:"verified_entries"` // verified headers remembered (least recently used go first); default 10000
+	VerifiedEntries     int          `yaml:"verified_entries"` // verified headers remembered (least recently used go first)
 	// RefusalDelay holds a 429 of authentication (throttled, pool full)
-	// before it is sent, pacing a client that floods bad credentials;
-	// default 1s.
+	// before it is sent, pacing a client that floods bad credentials.
 	RefusalDelay Duration `yaml:"refusal_delay"`
 }
 
@@ -194,12 +194,12 @@ type Admin struct {
 // Cache configures the rendered-body cache.
 type Cache struct {
 	Disabled             bool     `yaml:"disabled"`
-	MaxBytes             ByteSize `yaml:"max_bytes"`              // default 256MiB
-	TTL                  Duration `yaml:"ttl"`                    // default 60s
-	StaleWhileRevalidate Duration `yaml:"stale_while_revalidate"` // default 5m
-	StaleIfError         Duration `yaml:"stale_if_error"`         // default 1h
-	NegativeTTL          Duration `yaml:"negative_ttl"`           // default 10s
-	FillTimeout          Duration `yaml:"fill_timeout"`           // backend call of a fill; default 10s
+	MaxBytes             ByteSize `yaml:"max_bytes"` // 0: cache.DefaultMaxBytes
+	TTL                  Duration `yaml:"ttl"`       // this and the windows, 0: proxy.DefaultPolicy's
+	StaleWhileRevalidate Duration `yaml:"stale_while_revalidate"`
+	StaleIfError         Duration `yaml:"stale_if_error"`
+	NegativeTTL          Duration `yaml:"negative_ttl"`
+	FillTimeout          Duration `yaml:"fill_timeout"` // backend call of a fill
 	// TTLs overrides TTL per resource: properties, property, agents, agent.
 	TTLs map[string]Duration `yaml:"ttls"`
 	// Shared, when present, adds a second tier shared by every replica
@@ -254,17 +254,17 @@ type Breaker struct {
 // Server holds HTTP server limits, the drain delay and the shutdown grace
 // period.
 type Server struct {
-	ReadHeaderTimeout Duration `yaml:"read_header_timeout"` // default 5s
-	ReadTimeout       Duration `yaml:"read_timeout"`        // default 15s
-	WriteTimeout      Duration `yaml:"write_timeout"`       // default 30s
-	IdleTimeout       Duration `yaml:"idle_timeout"`        // default 120s
-	MaxHeaderBytes    ByteSize `yaml:"max_header_bytes"`    // default 16KiB
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"` // default DefaultReadHeaderTimeout, and so on
+	ReadTimeout       Duration `yaml:"read_timeout"`
+	WriteTimeout      Duration `yaml:"write_timeout"`
+	IdleTimeout       Duration `yaml:"idle_timeout"`
+	MaxHeaderBytes    ByteSize `yaml:"max_header_bytes"`
 	// DrainDelay is how long, after SIGTERM, the listeners keep accepting
 	// while /readyz says 503 and every response carries Connection: close,
-	// before the shutdown starts; default 5s, 0 disables (a pointer so that
+	// before the shutdown starts; default DefaultDrainDelay, 0 disables (a pointer so that
 	// an explicit 0 is told from an absent key).
 	DrainDelay    *Duration `yaml:"drain_delay"`
-	ShutdownGrace Duration  `yaml:"shutdown_grace"` // default 20s
+	ShutdownGrace Duration  `yaml:"shutdown_grace"` // default DefaultShutdownGrace
 	// TrustedProxies are the addresses or CIDR prefixes of the proxies in
 	// front of listingproxy whose X-Forwarded-For / Forwarded headers name
 	// the client; default none (the client is the TCP peer).
@@ -284,7 +284,7 @@ type TLS struct {
 
 // Telemetry configures tracing.
 type Telemetry struct {
-	ServiceName  string   `yaml:"service_name"`  // default listingproxy
+	ServiceName  string   `yaml:"service_name"`  // default telemetry.DefaultServiceName
 	Exporter     string   `yaml:"exporter"`      // none, stdout, otlp-http or otlp-grpc; default none
 	OTLPEndpoint string   `yaml:"otlp_endpoint"` // URL (otlp-http: /v1/traces added when it has no path) or host:port; default from OTEL_EXPORTER_OTLP_ENDPOINT
 	SampleRatio  *float64 `yaml:"sample_ratio"`  // default 1.0; 0 samples no new traces
@@ -292,8 +292,8 @@ type Telemetry struct {
 
 // Log configures logging.
 type Log struct {
-	Level  string `yaml:"level"`  // debug, info, warn, error; default info
-	Format string `yaml:"format"` // json, text or auto (text on a terminal); default auto
+	Level  string `yaml:"level"`  // debug, info, warn, error; default DefaultLogLevel
+	Format string `yaml:"format"` // json, text or auto (text on a terminal); default DefaultLogFormat
 }
 
 // Duration is a time.Duration written as "1m30s" in YAML.

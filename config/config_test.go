@@ -172,7 +172,7 @@ log: {level: loud}
 		`c.yaml:4: backends.main.dsn: required for a postgres backend`,
 		`c.yaml:5: backends.crm.url: invalid url "ftp://x" (want http(s)://host[:port][/path])`,
 		`c.yaml:5: backends.crm.hydrate: invalid value "sometimes" (want auto, always or never)`,
-		`c.yaml:5: backends.crm.max_elements: must be at least 1`,
+		`c.yaml:5: backends.crm.max_elements: must not be negative (0: the default)`,
 		`c.yaml:6: backends.odd.kind: unknown kind "oracle" (want sqlite, postgres, mysql or crm)`,
 		`c.yaml:8: tenants.a.backend: unknown backend "missing"`,
 		`c.yaml:9: tenants.b.upstream_username: a tenant on a crm backend needs upstream_username and upstream_password`,
@@ -237,14 +237,9 @@ func TestAbuseLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := config.Auth{
-			Queue:               8,
-			ChecksPerSecond:     10,
-			FailuresPerAddress:  config.FailureLimit{PerMinute: 30, Burst: 10},
-			FailuresPerUsername: config.FailureLimit{PerMinute: 10, Burst: 5},
-			VerifiedEntries:     10000,
-			RefusalDelay:        config.Duration(time.Second),
-		}
+		// Left zero: proxy's defaults (proxy.DefaultAuthQueue...), the
+		// one place they are stated.
+		want := config.Auth{}
 		if diff := cmp.Diff(want, cfg.Auth); diff != "" {
 			t.Errorf("auth defaults (-want +got):\n%s", diff)
 		}
@@ -282,12 +277,12 @@ auth:
 			`c.yaml:5: server.trusted_proxies[1]: invalid address or CIDR prefix "proxy.example" (want e.g. 10.0.0.0/8, 192.0.2.7 or ::1)`,
 			`c.yaml:5: server.trusted_proxies[2]: invalid address or CIDR prefix "10.0.0.0/40" (want e.g. 10.0.0.0/8, 192.0.2.7 or ::1)`,
 			`c.yaml:7: auth.workers: must not be negative (0: one less than the number of CPUs)`,
-			`c.yaml:8: auth.queue: must be at least 1`,
-			`c.yaml:9: auth.checks_per_second: must be a positive number`,
+			`c.yaml:8: auth.queue: must not be negative (0: the default)`,
+			`c.yaml:9: auth.checks_per_second: must be a positive number (0: the default)`,
 			`c.yaml:10: auth.failures_per_address.per_minute: must be a positive number`,
 			`c.yaml:10: auth.failures_per_address.burst: must be at least 1`,
 			`c.yaml:11: auth.failures_per_username.burst: must be at least 1`,
-			`c.yaml:12: auth.verified_entries: must be at least 1`,
+			`c.yaml:12: auth.verified_entries: must not be negative (0: the default)`,
 		}
 		if diff := cmp.Diff(want, []string(probs)); diff != "" {
 			t.Errorf("problems mismatch (-want +got):\n%s", diff)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -13,6 +14,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"listingproxy/cache"
 	"listingproxy/clientip"
 )
 
@@ -25,7 +27,33 @@ var Zones = map[string]string{
 // Resources whose TTL may be set one by one in cache.ttls.
 var Resources = []string{"properties", "property", "agents", "agent"}
 
-// ApplyDefaults fills every zero knob with its documented default.
+// Defaults of the settings config owns: the listeners and HTTP servers cmd
+// runs, which no other package owns. Every other zero knob is left zero and
+// means the default of the package that owns it (cache, proxy, sqlstore,
+// crm, upstream/breaker, telemetry, cache/redistier), the one place that
+// default is stated; docs/configuration.md lists them all and cmd's
+// TestDocumentedDefaults checks the two agree.
+const (
+	DefaultListen            = "127.0.0.1:8080"
+	DefaultAdminListen       = "127.0.0.1:8081"
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultReadTimeout       = 15 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultMaxHeaderBytes    = 16 << 10
+	DefaultDrainDelay        = 5 * time.Second
+	DefaultShutdownGrace     = 20 * time.Second
+	DefaultLogLevel          = "info"
+	DefaultLogFormat         = "auto"
+)
+
+// DefaultCountries are the country segments served when countries is
+// absent.
+func DefaultCountries() []string { return []string{"au", "nz"} }
+
+// ApplyDefaults fills the zero knobs config owns (see DefaultListen) and
+// those derived from other keys (a tenant's upstream name, a rate limit's
+// burst). It leaves the others zero: they mean the owning package's default.
 func (c *Config) ApplyDefaults() {
 	def := func(s *string, v string) {
 		if *s == "" {
@@ -37,47 +65,10 @@ func (c *Config) ApplyDefaults() {
 			*d = Duration(v)
 		}
 	}
-	def(&c.Listen, "127.0.0.1:8080")
-	def(&c.AdminListen, "127.0.0.1:8081")
+	def(&c.Listen, DefaultListen)
+	def(&c.AdminListen, DefaultAdminListen)
 	if len(c.Countries) == 0 {
-		c.Countries = []string{"au", "nz"}
-	}
-	if c.MaxResults == 0 {
-		c.MaxResults = 1000
-	}
-	for _, b := range c.Backends {
-		switch {
-		case b.SQL != nil:
-			sb := b.SQL
-			if sb.MaxOpenConns == 0 {
-				sb.MaxOpenConns = 10
-				if b.Kind == KindSQLite {
-					sb.MaxOpenConns = 4
-				}
-			}
-			if sb.MaxIdleConns == 0 {
-				sb.MaxIdleConns = sb.MaxOpenConns
-			}
-			defD(&sb.ConnMaxLifetime, 30*time.Minute)
-			defD(&sb.QueryTimeout, 5*time.Second)
-		case b.CRM != nil:
-			cb := b.CRM
-			defD(&cb.Timeout, 3*time.Second)
-			if cb.MaxConcurrency == 0 {
-				cb.MaxConcurrency = 16
-			}
-			def(&cb.Hydrate, "auto")
-			if cb.HydrateConcurrency == 0 {
-				cb.HydrateConcurrency = 8
-			}
-			defD(&cb.DocTTL, 60*time.Second)
-			if cb.MaxBodyBytes == 0 {
-				cb.MaxBodyBytes = 16 << 20
-			}
-			if cb.MaxElements == 0 {
-				cb.MaxElements = 100_000
-			}
-		}
+		c.Countries = DefaultCountries()
 	}
 	for name, t := range c.Tenants {
 		def(&t.UpstreamTenant, name)
@@ -86,50 +77,24 @@ func (c *Config) ApplyDefaults() {
 		}
 		c.Tenants[name] = t
 	}
-	if c.Cache.MaxBytes == 0 {
-		c.Cache.MaxBytes = 256 << 20
-	}
-	defD(&c.Cache.TTL, 60*time.Second)
-	defD(&c.Cache.StaleWhileRevalidate, 5*time.Minute)
-	defD(&c.Cache.StaleIfError, time.Hour)
-	defD(&c.Cache.NegativeTTL, 10*time.Second)
-	defD(&c.Cache.FillTimeout, 10*time.Second)
-	defD(&c.Server.ReadHeaderTimeout, 5*time.Second)
-	defD(&c.Server.ReadTimeout, 15*time.Second)
-	defD(&c.Server.WriteTimeout, 30*time.Second)
-	defD(&c.Server.IdleTimeout, 120*time.Second)
+	defD(&c.Server.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	defD(&c.Server.ReadTimeout, DefaultReadTimeout)
+	defD(&c.Server.WriteTimeout, DefaultWriteTimeout)
+	defD(&c.Server.IdleTimeout, DefaultIdleTimeout)
 	if c.Server.MaxHeaderBytes == 0 {
-		c.Server.MaxHeaderBytes = 16 << 10
+		c.Server.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	if c.Server.DrainDelay == nil {
-		d := Duration(5 * time.Second)
+		d := Duration(DefaultDrainDelay)
 		c.Server.DrainDelay = &d
 	}
-	defD(&c.Server.ShutdownGrace, 20*time.Second)
-	if c.Auth.Queue == 0 {
-		c.Auth.Queue = 8
-	}
-	if c.Auth.ChecksPerSecond == 0 {
-		c.Auth.ChecksPerSecond = 10
-	}
-	if c.Auth.FailuresPerAddress == (FailureLimit{}) {
-		c.Auth.FailuresPerAddress = FailureLimit{PerMinute: 30, Burst: 10}
-	}
-	if c.Auth.FailuresPerUsername == (FailureLimit{}) {
-		c.Auth.FailuresPerUsername = FailureLimit{PerMinute: 10, Burst: 5}
-	}
-	if c.Auth.VerifiedEntries == 0 {
-		c.Auth.VerifiedEntries = 10000
-	}
-	defD(&c.Auth.RefusalDelay, time.Second)
-	def(&c.Telemetry.ServiceName, "listingproxy")
-	def(&c.Telemetry.Exporter, "none")
+	defD(&c.Server.ShutdownGrace, DefaultShutdownGrace)
 	if c.Telemetry.SampleRatio == nil {
-		one := 1.0
+		one := 1.0 // a pointer: an explicit 0 samples nothing
 		c.Telemetry.SampleRatio = &one
 	}
-	def(&c.Log.Level, "info")
-	def(&c.Log.Format, "auto")
+	def(&c.Log.Level, DefaultLogLevel)
+	def(&c.Log.Format, DefaultLogFormat)
 }
 
 // kindList is "sqlite, postgres, mysql or crm".
@@ -174,8 +139,8 @@ func (c *Config) validate() []problem {
 		}
 		seen[cc] = true
 	}
-	if c.MaxResults < 1 || c.MaxResults > 100000 {
-		add("max_results", "must be between 1 and 100000, got %d", c.MaxResults)
+	if c.MaxResults < 0 || c.MaxResults > 100000 {
+		add("max_results", "must be between 1 and 100000 (0: the default), got %d", c.MaxResults)
 	}
 
 	if len(c.Backends) == 0 {
@@ -206,15 +171,15 @@ func (c *Config) validate() []problem {
 				add(p+".url", "invalid url %q (want http(s)://host[:port][/path])", cb.URL)
 			}
 			switch cb.Hydrate {
-			case "auto", "always", "never":
+			case "", "auto", "always", "never":
 			default:
 				add(p+".hydrate", "invalid value %q (want auto, always or never)", cb.Hydrate)
 			}
-			if cb.MaxConcurrency < 1 {
-				add(p+".max_concurrency", "must be at least 1")
+			if cb.MaxConcurrency < 0 {
+				add(p+".max_concurrency", "must not be negative (0: the default)")
 			}
-			if cb.MaxElements < 1 {
-				add(p+".max_elements", "must be at least 1")
+			if cb.MaxElements < 0 {
+				add(p+".max_elements", "must not be negative (0: the default)")
 			}
 		case b.Kind == "":
 			add(p+".kind", "required (%s)", kindList())
@@ -271,7 +236,7 @@ func (c *Config) validate() []problem {
 		checkHash(add, "admin.password_bcrypt", c.Admin.PasswordBcrypt)
 	}
 
-	if c.Cache.MaxBytes < 1<<20 {
+	if c.Cache.MaxBytes != 0 && c.Cache.MaxBytes < 1<<20 {
 		add("cache.max_bytes", "must be at least 1MiB")
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Cache.TTLs)) {
@@ -279,9 +244,9 @@ func (c *Config) validate() []problem {
 			add("cache.ttls."+k, "unknown resource %q (want %s)", k, strings.Join(Resources, ", "))
 		}
 	}
-	if c.Cache.FillTimeout >= c.Server.WriteTimeout {
+	if fill := cmp.Or(c.Cache.FillTimeout.D(), cache.DefaultFillTimeout); fill >= c.Server.WriteTimeout.D() {
 		add("cache.fill_timeout", "%s: must be shorter than server.write_timeout (%s), or a client waiting on a slow fill loses its connection before its 503",
-			c.Cache.FillTimeout.D(), c.Server.WriteTimeout.D())
+			fill, c.Server.WriteTimeout.D())
 	}
 	if sh := c.Cache.Shared; sh != nil {
 		validateShared(add, sh)
@@ -294,16 +259,19 @@ func (c *Config) validate() []problem {
 	if c.Auth.Workers < 0 {
 		add("auth.workers", "must not be negative (0: one less than the number of CPUs)")
 	}
-	if c.Auth.Queue < 1 {
-		add("auth.queue", "must be at least 1")
+	if c.Auth.Queue < 0 {
+		add("auth.queue", "must not be negative (0: the default)")
 	}
-	if !(c.Auth.ChecksPerSecond > 0) || math.IsInf(c.Auth.ChecksPerSecond, 0) {
-		add("auth.checks_per_second", "must be a positive number")
+	if c.Auth.ChecksPerSecond < 0 || math.IsNaN(c.Auth.ChecksPerSecond) || math.IsInf(c.Auth.ChecksPerSecond, 0) {
+		add("auth.checks_per_second", "must be a positive number (0: the default)")
 	}
 	for _, f := range []struct {
 		path string
 		l    FailureLimit
 	}{{"auth.failures_per_address", c.Auth.FailuresPerAddress}, {"auth.failures_per_username", c.Auth.FailuresPerUsername}} {
+		if f.l == (FailureLimit{}) {
+			continue // the default
+		}
 		if !(f.l.PerMinute > 0) || math.IsInf(f.l.PerMinute, 0) {
 			add(f.path+".per_minute", "must be a positive number")
 		}
@@ -311,8 +279,8 @@ func (c *Config) validate() []problem {
 			add(f.path+".burst", "must be at least 1")
 		}
 	}
-	if c.Auth.VerifiedEntries < 1 {
-		add("auth.verified_entries", "must be at least 1")
+	if c.Auth.VerifiedEntries < 0 {
+		add("auth.verified_entries", "must not be negative (0: the default)")
 	}
 	if c.Breaker.FailureRatio < 0 || c.Breaker.FailureRatio > 1 {
 		add("breaker.failure_ratio", "must be between 0 and 1")
@@ -330,7 +298,7 @@ func (c *Config) validate() []problem {
 		add("server.tls", "needs both cert_file and key_file")
 	}
 	switch c.Telemetry.Exporter {
-	case "none", "stdout", "otlp-http", "otlp-grpc":
+	case "", "none", "stdout", "otlp-http", "otlp-grpc":
 	default:
 		add("telemetry.exporter", "unknown exporter %q (want none, stdout, otlp-http or otlp-grpc)", c.Telemetry.Exporter)
 	}

@@ -110,12 +110,13 @@ type AuthOptions struct {
 	Compare func(hash, password []byte) error
 }
 
-// Defaults of AuthOptions.
+// Defaults of AuthOptions, the one place they are stated
+// (docs/configuration.md lists them; cmd's TestDocumentedDefaults checks).
 const (
-	defaultAuthQueue       = 8
-	defaultVerifiedEntries = 10000
-	defaultRefusalDelay    = time.Second
-	defaultChecksPerSecond = 10
+	DefaultAuthQueue       = 8
+	DefaultVerifiedEntries = 10000
+	DefaultRefusalDelay    = time.Second
+	DefaultChecksPerSecond = 10
 	// failedEntries bounds the remembered failed headers; they live apart
 	// from verified ones, so a flood of bad headers evicts only bad ones.
 	failedEntries = 4096
@@ -129,9 +130,11 @@ const (
 	minUsernameBound = 64
 )
 
+// Default failure buckets of AuthOptions: 30 a minute, burst 10, per
+// address; 10 a minute, burst 5, per username.
 var (
-	defaultAddressFailures  = Limit{PerSecond: 30.0 / 60, Burst: 10}
-	defaultUsernameFailures = Limit{PerSecond: 10.0 / 60, Burst: 5}
+	DefaultAddressFailures  = Limit{PerSecond: 30.0 / 60, Burst: 10}
+	DefaultUsernameFailures = Limit{PerSecond: 10.0 / 60, Burst: 5}
 )
 
 // denial is why a request was not authenticated: its metric reason, and
@@ -171,19 +174,19 @@ func newAuthGuard(o AuthOptions, now func() time.Time) *authGuard {
 	if workers <= 0 {
 		workers = max(1, runtime.GOMAXPROCS(0)-1)
 	}
-	queue := cmp.Or(max(o.Queue, 0), defaultAuthQueue)
+	queue := cmp.Or(max(o.Queue, 0), DefaultAuthQueue)
 	g := &authGuard{
 		now:       now,
 		clientIP:  o.ClientIP,
 		admit:     make(chan struct{}, workers+queue),
 		work:      make(chan struct{}, workers),
-		addresses: newBucketTable[netip.Addr](orLimit(o.AddressFailures, defaultAddressFailures), maxBuckets),
-		usernames: newBucketTable[string](orLimit(o.UsernameFailures, defaultUsernameFailures), maxBuckets),
-		verified:  cmp.Or(max(o.VerifiedEntries, 0), defaultVerifiedEntries),
+		addresses: newBucketTable[netip.Addr](orLimit(o.AddressFailures, DefaultAddressFailures), maxBuckets),
+		usernames: newBucketTable[string](orLimit(o.UsernameFailures, DefaultUsernameFailures), maxBuckets),
+		verified:  cmp.Or(max(o.VerifiedEntries, 0), DefaultVerifiedEntries),
 		compare:   o.Compare,
-		delay:     max(cmp.Or(o.RefusalDelay, defaultRefusalDelay), 0),
+		delay:     max(cmp.Or(o.RefusalDelay, DefaultRefusalDelay), 0),
 	}
-	if cps := cmp.Or(o.ChecksPerSecond, defaultChecksPerSecond); cps > 0 {
+	if cps := cmp.Or(o.ChecksPerSecond, DefaultChecksPerSecond); cps > 0 {
 		g.checks = rate.NewLimiter(rate.Limit(cps), max(1, int(math.Ceil(cps))))
 	}
 	if g.compare == nil {

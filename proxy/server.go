@@ -54,7 +54,7 @@ type Options struct {
 	// au (Australia/Sydney) and nz (Pacific/Auckland).
 	Countries map[string]*time.Location
 	// MaxResults is the limit of a list without one and the cap on a given
-	// limit. Default 1000.
+	// limit. Default DefaultMaxResults.
 	MaxResults int
 	// Cache stores rendered bodies. Nil: every request calls the backend.
 	Cache *cache.Store
@@ -163,7 +163,7 @@ func New(users []User, tenants []Tenant, o Options) (*Server, error) {
 	s := &Server{
 		tenants:   tm,
 		countries: o.Countries,
-		norm:      normalize.Options{MaxResults: cmp.Or(o.MaxResults, 1000)},
+		norm:      normalize.Options{MaxResults: cmp.Or(o.MaxResults, DefaultMaxResults)},
 		cache:     o.Cache,
 		now:       o.Now,
 		log:       o.Logger,
@@ -228,13 +228,18 @@ func (s *Server) Reload(users []User, o ReloadOptions) error {
 	return nil
 }
 
-// DefaultPolicy is the freshness policy when Options.Policy is nil.
+// DefaultMaxResults is Options.MaxResults's default.
+const DefaultMaxResults = 1000
+
+// DefaultPolicy is the freshness policy when Options.Policy is nil, and
+// each zero field's default in the one cmd builds from the configuration
+// (docs/configuration.md lists them).
 var DefaultPolicy = cache.Policy{
 	TTL:                  60 * time.Second,
 	StaleWhileRevalidate: 5 * time.Minute,
 	StaleIfError:         time.Hour,
 	NegativeTTL:          10 * time.Second,
-	FillTimeout:          10 * time.Second,
+	FillTimeout:          cache.DefaultFillTimeout,
 }
 
 func mustZone(name string) *time.Location {

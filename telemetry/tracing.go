@@ -28,9 +28,12 @@ const (
 	ExporterOTLPGRPC = "otlp-grpc"
 )
 
+// DefaultServiceName is TraceOptions.ServiceName's default.
+const DefaultServiceName = "listingproxy"
+
 // TraceOptions configure NewTracing. The zero value traces nothing.
 type TraceOptions struct {
-	// ServiceName is the resource's service.name. Default "listingproxy";
+	// ServiceName is the resource's service.name. Default DefaultServiceName;
 	// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES override it.
 	ServiceName string
 	// Exporter is none (default), stdout, otlp-http or otlp-grpc.
@@ -122,7 +125,7 @@ func NewTracing(ctx context.Context, o TraceOptions) (*Tracing, error) {
 	}
 	name := o.ServiceName
 	if name == "" {
-		name = "listingproxy"
+		name = DefaultServiceName
 	}
 	// Later detectors win: the environment overrides the configuration.
 	res, err := resource.New(ctx,

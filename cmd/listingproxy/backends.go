@@ -164,7 +164,7 @@ var backendKinds = map[string]backendKind{
 	config.KindCRM:      {open: openCRM, concurrency: func(b config.Backend) int { return cmp.Or(b.CRM.MaxConcurrency, crm.DefaultMaxConcurrency) }},
 }
 
-var sqlKind = backendKind{open: openSQL, concurrency: func(b config.Backend) int { return b.SQL.MaxOpenConns }}
+var sqlKind = backendKind{open: openSQL, concurrency: func(b config.Backend) int { return sqlstore.PoolSize(b.Kind, b.SQL.MaxOpenConns) }}
 
 // openBackend opens the backend name of cfg with its kind's opener.
 func openBackend(ctx context.Context, name string, cfg *config.Config, log *slog.Logger, now func() time.Time, tp trace.TracerProvider) (upstream.Backend, func(), error) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"listingproxy"
+	"listingproxy/cache"
 	"listingproxy/config"
 )
 
@@ -86,7 +88,7 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	// The memory limit (see limitMemory) lasts as long as serve.
-	defer limitMemory(int64(cfg.Cache.MaxBytes), getenv, log)()
+	defer limitMemory(cmp.Or(int64(cfg.Cache.MaxBytes), cache.DefaultMaxBytes), getenv, log)()
 	servers := []served{{newHTTPServer(cfg.Server, app.handler, log), ln}}
 	adminURL := ""
 	if cfg.AdminListen != "" && cfg.AdminListen != "off" {

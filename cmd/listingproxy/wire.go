@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -371,12 +372,19 @@ func permissions(names []string) proxy.Permissions {
 	return p
 }
 
+// policies turns the configuration into each resource's freshness policy;
+// a zero field takes proxy.DefaultPolicy's.
 func policies(c config.Cache) func(string) cache.Policy {
+	d := proxy.DefaultPolicy
 	m := map[string]cache.Policy{}
 	for _, r := range config.Resources {
+		ttl := cmp.Or(c.TTL.D(), d.TTL)
+		if t, ok := c.TTLs[r]; ok {
+			ttl = t.D()
+		}
 		m[r] = cache.Policy{
-			TTL: c.ResourceTTL(r), StaleWhileRevalidate: c.StaleWhileRevalidate.D(), StaleIfError: c.StaleIfError.D(),
-			NegativeTTL: c.NegativeTTL.D(), FillTimeout: c.FillTimeout.D(),
+			TTL: ttl, StaleWhileRevalidate: cmp.Or(c.StaleWhileRevalidate.D(), d.StaleWhileRevalidate), StaleIfError: cmp.Or(c.StaleIfError.D(), d.StaleIfError),
+			NegativeTTL: cmp.Or(c.NegativeTTL.D(), d.NegativeTTL), FillTimeout: cmp.Or(c.FillTimeout.D(), d.FillTimeout),
 		}
 	}
 	return func(resource string) cache.Policy { return m[resource] }

@@ -69,6 +69,36 @@ import (
 	"listingproxy/upstream"
 )
 
+// Defaults of Config's zero fields, the one place they are stated
+// (docs/configuration.md lists them; cmd's TestDocumentedDefaults checks).
+const (
+	DefaultMaxOpenConns       = 10
+	DefaultSQLiteMaxOpenConns = 4 // one writer at a time: more connections only wait on its lock
+	DefaultConnMaxLifetime    = 30 * time.Minute
+	DefaultConnMaxIdleTime    = 5 * time.Minute
+	DefaultQueryTimeout       = 5 * time.Second
+)
+
+// PoolSize is the pool size Open gives a database of dialect for a
+// Config.MaxOpenConns of maxOpen (bar an in-memory SQLite database's 1):
+// callers sharing the pool out (bulkheads) use it.
+func PoolSize(dialect string, maxOpen int) int {
+	switch {
+	case maxOpen > 0:
+		return maxOpen
+	case dialect == "" || dialect == "sqlite":
+		return DefaultSQLiteMaxOpenConns
+	}
+	return DefaultMaxOpenConns
+}
+
+func queryTimeout(d time.Duration) time.Duration {
+	if d == 0 {
+		return DefaultQueryTimeout
+	}
+	return d // negative: none (statement checks > 0)
+}
+
 // Config configures Open. Only DSN is required.
 type Config struct {
 	// Dialect is the SQL engine: "sqlite" (the default when empty),
@@ -85,20 +115,24 @@ type Config struct {
 	// Now returns the current time; open homes that ended before it are not
 	// served. Default time.Now.
 	Now func() time.Time
-	// MaxOpenConns caps the pool. Default 8.
+	// MaxOpenConns caps the pool. Default DefaultMaxOpenConns (SQLite:
+	// DefaultSQLiteMaxOpenConns; an in-memory SQLite database: 1).
 	MaxOpenConns int
 	// MaxIdleConns is how many idle connections the pool keeps. Default
 	// MaxOpenConns.
 	MaxIdleConns int
 	// ConnMaxLifetime closes connections this old, so a pool follows a
-	// failover or a load balancer's rotation. Default 30m; negative: never.
+	// failover or a load balancer's rotation. Default
+	// DefaultConnMaxLifetime; negative: never.
 	ConnMaxLifetime time.Duration
-	// ConnMaxIdleTime closes idle connections after this long. Default 5m.
+	// ConnMaxIdleTime closes idle connections after this long. Default
+	// DefaultConnMaxIdleTime.
 	ConnMaxIdleTime time.Duration
 	// QueryTimeout bounds each statement the store runs, on top of the
 	// caller's deadline (whichever ends first wins): a request makes several
 	// statements, and no single one may hold a connection longer than this.
-	// Zero: no bound but the caller's.
+	// Default DefaultQueryTimeout; negative: no bound but the caller's (a
+	// bulk load).
 	QueryTimeout time.Duration
 	// Logger receives warnings from background work (the change listener's
 	// reconnections). Nil: discarded.
@@ -187,7 +221,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	maxOpen := cfg.MaxOpenConns
 	if maxOpen <= 0 {
-		maxOpen = 8
+		maxOpen = PoolSize(cfg.Dialect, 0)
 	}
 	if _, ok := d.(sqliteDialect); ok && (strings.Contains(cfg.DSN, ":memory:") || strings.Contains(cfg.DSN, "mode=memory")) {
 		maxOpen = 1
@@ -200,13 +234,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	db.SetMaxIdleConns(maxIdle)
 	switch life := cfg.ConnMaxLifetime; {
 	case life == 0:
-		db.SetConnMaxLifetime(30 * time.Minute)
+		db.SetConnMaxLifetime(DefaultConnMaxLifetime)
 	case life > 0:
 		db.SetConnMaxLifetime(life)
 	}
 	idle := cfg.ConnMaxIdleTime
 	if idle <= 0 {
-		idle = 5 * time.Minute
+		idle = DefaultConnMaxIdleTime
 	}
 	db.SetConnMaxIdleTime(idle)
 	now := cfg.Now
@@ -222,7 +256,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s := &Store{
 		db: db, d: d, now: now, dsn: dsn, log: cfg.Logger,
-		maxIdle: maxIdle, queryTimeout: cfg.QueryTimeout,
+		maxIdle: maxIdle, queryTimeout: queryTimeout(cfg.QueryTimeout),
 		tracer:  tp.Tracer("listingproxy/upstream/sqlstore"),
 		system:  attribute.String("db.system.name", d.systemName()),
 		tenants: map[string]int64{}, maxLinked: defaultMaxLinked, fromProperties: "properties p",
