@@ -8,29 +8,16 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"listingproxy/internal/testkit"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // fakeClock is an injected clock that only moves when told.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+type fakeClock = testkit.Clock
 
-func newClock() *fakeClock { return &fakeClock{now: t0} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+func newClock() *fakeClock { return testkit.NewClock(t0) }
 
 // fakeLoader is a loader whose latency, results, errors and panics the test
 // controls through channels.

@@ -9,6 +9,7 @@ import (
 )
 
 func TestAddr(t *testing.T) {
+	t.Parallel()
 	trusted, err := clientip.ParsePrefixes([]string{"10.0.0.0/8", "192.0.2.7", "::1"})
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +59,7 @@ func TestAddr(t *testing.T) {
 }
 
 func TestParsePrefixes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in      string
 		want    string

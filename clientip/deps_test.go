@@ -9,6 +9,7 @@ import (
 // TestImports keeps the package a leaf of the standard library, so that
 // both proxy and telemetry may import it.
 func TestImports(t *testing.T) {
+	t.Parallel()
 	pkg, err := build.ImportDir(".", 0)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 func noEnv(string) string { return "" }
 
 func TestShippedConfigLoads(t *testing.T) {
+	t.Parallel()
 	cfg, err := config.Load("../config.yaml", noEnv)
 	if err != nil {
 		t.Fatalf("shipped config.yaml: %v", err)
@@ -42,6 +43,7 @@ func env(vars map[string]string) func(string) string {
 const minimal = "backends: {d: {kind: sqlite, dsn: x}}\ntenants: {a: {backend: d}}\n"
 
 func TestEnvExpansion(t *testing.T) {
+	t.Parallel()
 	vars := env(map[string]string{
 		"LEVEL": "debug", "TTL": "90s", "MAX": "250", "SIZE": "64MiB", "YES": "true",
 		"RATIO": "0.25", "PW": "123", "NULLISH": "null", "HOST": "127.0.0.1", "PORT": "8181",
@@ -81,6 +83,7 @@ func TestEnvExpansion(t *testing.T) {
 // TestDecodeProblems: every problem of the file at once, each located as
 // file:line: path: message, whatever its kind.
 func TestDecodeProblems(t *testing.T) {
+	t.Parallel()
 	vars := env(map[string]string{"SOON": "soon", "MANY": "many"})
 	tests := []struct {
 		name, src string
@@ -142,6 +145,7 @@ func TestDecodeProblems(t *testing.T) {
 }
 
 func TestProblemsAreListedAndLocated(t *testing.T) {
+	t.Parallel()
 	src := `listen: "nope"
 countries: [au, xx]
 backends:
@@ -191,6 +195,7 @@ log: {level: loud}
 }
 
 func TestByteSize(t *testing.T) {
+	t.Parallel()
 	tests := map[string]config.ByteSize{"1024": 1024, "64KiB": 64 << 10, "256MiB": 256 << 20, "1GiB": 1 << 30, "10MB": 10e6}
 	for in, want := range tests {
 		got, err := config.ParseByteSize(in)
@@ -206,6 +211,7 @@ func TestByteSize(t *testing.T) {
 }
 
 func TestMissingFile(t *testing.T) {
+	t.Parallel()
 	_, err := config.Load(t.TempDir()+"/none.yaml", os.Getenv)
 	if err == nil || !strings.Contains(err.Error(), "none.yaml") {
 		t.Errorf("error = %v, want it to name the file", err)
@@ -213,6 +219,7 @@ func TestMissingFile(t *testing.T) {
 }
 
 func TestSampleRatioZeroIsKept(t *testing.T) {
+	t.Parallel()
 	src := "backends: {d: {kind: sqlite, dsn: x}}\ntenants: {a: {backend: d}}\n"
 	cfg, err := config.Parse("c.yaml", []byte(src), noEnv)
 	if err != nil {
@@ -231,6 +238,7 @@ func TestSampleRatioZeroIsKept(t *testing.T) {
 }
 
 func TestAbuseLimits(t *testing.T) {
+	t.Parallel()
 	base := "backends: {d: {kind: sqlite, dsn: x}}\n"
 	t.Run("defaults", func(t *testing.T) {
 		cfg, err := config.Parse("c.yaml", []byte(base+"tenants: {a: {backend: d}, b: {backend: d, rate_limit: {requests_per_second: 2.5}}}\n"), noEnv)
@@ -293,6 +301,7 @@ auth:
 // TestDrainDelay: absent is the documented 5s, an explicit 0 disables the
 // drain, a negative delay is a located error.
 func TestDrainDelay(t *testing.T) {
+	t.Parallel()
 	src := "backends: {d: {kind: sqlite, dsn: x}}\ntenants: {a: {backend: d}}\n"
 	for _, tc := range []struct {
 		name, extra string
@@ -320,6 +329,7 @@ func TestDrainDelay(t *testing.T) {
 
 // TestAnchorsAndMergeKeys: YAML's own reuse works in the checked schema.
 func TestAnchorsAndMergeKeys(t *testing.T) {
+	t.Parallel()
 	src := `backends:
   a: &sql {kind: sqlite, dsn: "file:a.db", query_timeout: 2s}
   b:
@@ -342,6 +352,7 @@ tenants:
 // TestBackendKinds: each kind's keys decode into its own struct, and a key
 // of another kind is a located error naming the kind.
 func TestBackendKinds(t *testing.T) {
+	t.Parallel()
 	src := `backends:
   legacy:
     kind: crm

@@ -22,6 +22,7 @@ const xmlBase = `<?xml version="1.0" encoding="UTF-8"?>
 `
 
 func TestCompareXML(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		old, new string
@@ -93,6 +94,7 @@ func TestCompareXML(t *testing.T) {
 }
 
 func TestCompareJSON(t *testing.T) {
+	t.Parallel()
 	const base = `{"properties":{"count":"2","property":[{"id":"1","price":"$650,000","price_to":null},{"id":"2","price":"Auction","price_to":"700000"}]}}`
 	tests := []struct {
 		name     string
@@ -160,6 +162,7 @@ func TestCompareJSON(t *testing.T) {
 }
 
 func TestCompareUnknown(t *testing.T) {
+	t.Parallel()
 	if got := Compare([]byte("a"), []byte("a"), Unknown); got != nil {
 		t.Errorf("equal bodies: got %v, want none", got)
 	}
@@ -171,6 +174,7 @@ func TestCompareUnknown(t *testing.T) {
 }
 
 func TestDetect(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		ct, body string
 		want     Format
@@ -193,6 +197,7 @@ func TestDetect(t *testing.T) {
 }
 
 func TestDifferenceString(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		d    Difference
 		want string

@@ -309,11 +309,11 @@ func TestAuthThrottleRefills(t *testing.T) {
 	if got := attempt("wrong2"); got != 429 {
 		t.Fatalf("second failure at once: %d, want 429", got)
 	}
-	clk.Add(59 * time.Second)
+	clk.Advance(59 * time.Second)
 	if got := attempt("wrong3"); got != 429 {
 		t.Fatalf("after 59s: %d, want 429", got)
 	}
-	clk.Add(time.Second)
+	clk.Advance(time.Second)
 	if got := attempt(password); got != 200 {
 		t.Fatalf("right password after 60s: %d, want 200", got)
 	}
@@ -363,7 +363,7 @@ func TestAuthChecksPerSecond(t *testing.T) {
 	s, c := authServer(t, proxy.AuthOptions{ChecksPerSecond: 2}, clk)
 	var got []int
 	for i, step := range []time.Duration{0, 0, 0, 0, 499 * time.Millisecond, time.Millisecond} {
-		clk.Add(step)
+		clk.Advance(step)
 		w := send(s, "/au/properties.json", fmt.Sprintf("192.0.2.%d:1", i), []string{basicRaw(fmt.Sprintf("user%d:x", i))})
 		got = append(got, w.Code)
 		if w.Code == http.StatusTooManyRequests && w.Body.String() != busy {

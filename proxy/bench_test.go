@@ -29,7 +29,7 @@ func benchBackend(properties int) *fakeBackend {
 	fb := newFake()
 	var ps []upstream.Property
 	for i := range properties {
-		p := fb.props["harbour/au"][0]
+		p := fb.Properties["harbour/au"][0]
 		p.ID = int64(100 + i)
 		p.AgencyID = fmt.Sprintf("HB-AU-%05d", 100+i)
 		p.Description = "A renovated family home close to the beach, schools and transport, with a big garden."
@@ -39,7 +39,7 @@ func benchBackend(properties int) *fakeBackend {
 		p.PhotoCount = len(p.Photos)
 		ps = append(ps, p)
 	}
-	fb.props["harbour/au"] = ps
+	fb.Properties["harbour/au"] = ps
 	return fb
 }
 

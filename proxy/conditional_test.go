@@ -61,18 +61,14 @@ func TestIfNoneMatchStar(t *testing.T) {
 	// A body served stale because the backend fails is still the one held.
 	later := fixedNow.Add(proxy.DefaultPolicy.TTL + proxy.DefaultPolicy.StaleWhileRevalidate + time.Second)
 	now.Store(&later)
-	fb.mu.Lock()
-	fb.fail = errors.New("backend down")
-	fb.mu.Unlock()
+	fb.Fail(errors.New("backend down"))
 	w := get(s, "GET", "harbour", list, star...)
 	if w.Code != 304 || w.Header().Get("Cache-Status") != "listingproxy; hit; detail=stale-if-error" {
 		t.Errorf("stale-if-error: status %d, Cache-Status %q; want 304 stale-if-error", w.Code, w.Header().Get("Cache-Status"))
 	}
 
 	// An exact ETag matches a body this request filled.
-	fb.mu.Lock()
-	fb.fail = nil
-	fb.mu.Unlock()
+	fb.Fail(nil)
 	etag := get(uncached, "GET", "summit", "/au/agents.xml").Header().Get("ETag")
 	if w := get(s, "GET", "summit", "/au/agents.xml", "If-None-Match", etag); w.Code != 304 {
 		t.Errorf("exact ETag on a fill: status %d, want 304", w.Code)

@@ -1,96 +1,21 @@
 package proxy_test
 
 import (
-	"context"
-	"encoding/base64"
 	"net/http"
 	"net/http/httptest"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
-	"listingproxy/normalize"
+	"listingproxy/internal/testkit"
 	"listingproxy/proxy"
 	"listingproxy/upstream"
 )
 
 // fakeBackend serves fixed records per tenant, counts calls, and can be made
-// to fail.
-type fakeBackend struct {
-	mu    sync.Mutex
-	props map[string][]upstream.Property // by Scope.Tenant+"/"+Scope.Country
-	agts  map[string][]upstream.Agent
-	fail  error
-	calls atomic.Int64
-	block chan struct{} // when non-nil, calls wait for it
-}
-
-func (f *fakeBackend) wait(ctx context.Context) error {
-	f.calls.Add(1)
-	if f.block != nil {
-		select {
-		case <-f.block:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.fail
-}
-
-func (f *fakeBackend) ListProperties(ctx context.Context, s upstream.Scope, c normalize.Criteria) ([]upstream.Property, error) {
-	if err := f.wait(ctx); err != nil {
-		return nil, err
-	}
-	all := f.props[s.Tenant+"/"+s.Country]
-	if ids := c.Property().IDs; len(ids) > 0 {
-		var out []upstream.Property
-		for _, p := range all {
-			for _, id := range ids {
-				if p.ID == id {
-					out = append(out, p)
-				}
-			}
-		}
-		return out, nil
-	}
-	return all, nil
-}
-
-func (f *fakeBackend) GetProperty(ctx context.Context, s upstream.Scope, id int64) (upstream.Property, error) {
-	if err := f.wait(ctx); err != nil {
-		return upstream.Property{}, err
-	}
-	for _, p := range f.props[s.Tenant+"/"+s.Country] {
-		if p.ID == id {
-			return p, nil
-		}
-	}
-	return upstream.Property{}, upstream.ErrNotFound
-}
-
-func (f *fakeBackend) ListAgents(ctx context.Context, s upstream.Scope, c normalize.Criteria) ([]upstream.Agent, error) {
-	if err := f.wait(ctx); err != nil {
-		return nil, err
-	}
-	return f.agts[s.Tenant+"/"+s.Country], nil
-}
-
-func (f *fakeBackend) GetAgent(ctx context.Context, s upstream.Scope, id int64) (upstream.Agent, error) {
-	if err := f.wait(ctx); err != nil {
-		return upstream.Agent{}, err
-	}
-	for _, a := range f.agts[s.Tenant+"/"+s.Country] {
-		if a.ID == id {
-			return a, nil
-		}
-	}
-	return upstream.Agent{}, upstream.ErrNotFound
-}
+// to fail or wait.
+type fakeBackend = testkit.Backend
 
 var fixedNow = time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC)
 
@@ -107,12 +32,12 @@ func newFake() *fakeBackend {
 		}
 	}
 	return &fakeBackend{
-		props: map[string][]upstream.Property{
+		Properties: map[string][]upstream.Property{
 			"harbour/au": {prop(1, "HB-AU-1", "Harbour Street"), prop(2, "HB-AU-2", "Quay Road")},
 			"harbour/nz": {prop(3, "HB-NZ-3", "Queen Street")},
 			"summit/au":  {prop(10, "SM-AU-10", "Summit Avenue")},
 		},
-		agts: map[string][]upstream.Agent{
+		Agents: map[string][]upstream.Agent{
 			"harbour/au": {{ID: 5, Name: "Jane Doe", Username: "jdoe", PropertyCount: 2}},
 			"summit/au":  {{ID: 50, Name: "Sam Peak", Username: "speak", PropertyCount: 1}},
 		},
@@ -154,9 +79,7 @@ func newServer(t testing.TB, fb *fakeBackend, o proxy.Options) *proxy.Server {
 	return s
 }
 
-func basic(user string) string {
-	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))
-}
+func basic(user string) string { return testkit.BasicAuth(user, password) }
 
 // get performs a request against h as user ("" = anonymous).
 func get(h http.Handler, method, user, target string, hdr ...string) *httptest.ResponseRecorder {

@@ -45,7 +45,7 @@ func TestTenantRateLimit(t *testing.T) {
 		{user: "harbour", target: "/au/properties.json", advance: time.Second, status: 200},
 	}
 	for i, st := range steps {
-		clk.Add(st.advance)
+		clk.Advance(st.advance)
 		w := get(s, "GET", st.user, st.target)
 		if w.Code != st.status || w.Header().Get("Retry-After") != st.retry {
 			t.Errorf("step %d: status %d Retry-After %q, want %d %q", i, w.Code, w.Header().Get("Retry-After"), st.status, st.retry)
@@ -56,7 +56,7 @@ func TestTenantRateLimit(t *testing.T) {
 			}
 		}
 	}
-	if got := fb.calls.Load(); got != 2 {
+	if got := fb.Calls(); got != 2 {
 		t.Errorf("backend calls = %d, want 2 (harbour's first list and summit's)", got)
 	}
 	mu.Lock()

@@ -130,7 +130,7 @@ func TestDetailErrorKeepsSpecOrder(t *testing.T) {
 
 func TestBackendDownIs503(t *testing.T) {
 	fb := newFake()
-	fb.fail = errors.New("connection refused")
+	fb.Fail(errors.New("connection refused"))
 	s := newServer(t, fb, proxy.Options{})
 	w := get(s, "GET", "harbour", "/au/properties.json")
 	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
@@ -179,7 +179,7 @@ func TestCacheNeverSharesAcrossTenantsOrPermissions(t *testing.T) {
 	}
 	wg.Wait()
 	// harbour and harbour-2 share an entry: 3 fills, not 4.
-	if got := fb.calls.Load(); got != 3 {
+	if got := fb.Calls(); got != 3 {
 		t.Errorf("backend calls = %d, want 3 (one per tenant/permission level)", got)
 	}
 	short := get(s, "GET", "harbour-short", "/au/properties.xml").Body.String()

@@ -8,21 +8,19 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"listingproxy/cache"
+	"listingproxy/internal/testkit"
 	"listingproxy/proxy"
 	"listingproxy/upstream/breaker"
 )
 
 // clock is a settable fake clock shared by the proxy and its cache.
-type clock struct{ ns atomic.Int64 }
+type clock = testkit.Clock
 
-func newClock() *clock               { c := &clock{}; c.ns.Store(fixedNow.UnixNano()); return c }
-func (c *clock) Now() time.Time      { return time.Unix(0, c.ns.Load()).UTC() }
-func (c *clock) Add(d time.Duration) { c.ns.Add(int64(d)) }
+func newClock() *clock { return testkit.NewClock(fixedNow) }
 
 var policy = cache.Policy{TTL: time.Minute, StaleWhileRevalidate: time.Minute, StaleIfError: time.Hour, NegativeTTL: 10 * time.Second, FillTimeout: 5 * time.Second}
 
@@ -78,7 +76,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 func waitJoined(t testing.TB, c *cache.Store, fb *fakeBackend, n int) {
 	t.Helper()
 	waitFor(t, "the callers to join one flight", func() bool {
-		return fb.calls.Load() >= 1 && c.Stats().Waiters >= uint64(n-1)
+		return fb.Calls() >= 1 && c.Stats().Waiters >= uint64(n-1)
 	})
 }
 
@@ -87,7 +85,7 @@ func waitJoined(t testing.TB, c *cache.Store, fb *fakeBackend, n int) {
 // answer: one backend call serves them all.
 func TestColdBurstIsOneBackendCall(t *testing.T) {
 	fb := newFake()
-	fb.block = make(chan struct{})
+	release := fb.Block()
 	s, c := resilientServerCache(t, fb, newClock(), nil)
 	const n = 200
 	codes := make([]int, n)
@@ -96,9 +94,9 @@ func TestColdBurstIsOneBackendCall(t *testing.T) {
 		wg.Go(func() { codes[i] = get(s, "GET", "harbour", "/au/properties.json?status=current").Code })
 	}
 	waitJoined(t, c, fb, n)
-	close(fb.block)
+	release()
 	wg.Wait()
-	if got := fb.calls.Load(); got != 1 {
+	if got := fb.Calls(); got != 1 {
 		t.Errorf("backend calls = %d, want 1", got)
 	}
 	for i, c := range codes {
@@ -113,7 +111,7 @@ func TestColdBurstIsOneBackendCall(t *testing.T) {
 
 func TestCancelledFirstCallerDoesNotFailOthers(t *testing.T) {
 	fb := newFake()
-	fb.block = make(chan struct{})
+	release := fb.Block()
 	s, c := resilientServerCache(t, fb, newClock(), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan int)
@@ -129,12 +127,12 @@ func TestCancelledFirstCallerDoesNotFailOthers(t *testing.T) {
 	waitJoined(t, c, fb, 2) // the second caller waits on the first one's flight
 	cancel()
 	<-first // the cancelled caller gets nothing useful; it must not take the others down
-	close(fb.block)
+	release()
 	w := <-second
 	if w.Code != 200 || !strings.Contains(w.Body.String(), "<properties count=\"2\">") {
 		t.Errorf("second caller: status %d body %s", w.Code, w.Body)
 	}
-	if got := fb.calls.Load(); got != 1 {
+	if got := fb.Calls(); got != 1 {
 		t.Errorf("backend calls = %d, want 1", got)
 	}
 }
@@ -147,11 +145,9 @@ func TestBackendDownServesStaleThen503(t *testing.T) {
 	if warm.Code != 200 {
 		t.Fatalf("warm-up status %d", warm.Code)
 	}
-	fb.mu.Lock()
-	fb.fail = errors.New("database is down")
-	fb.mu.Unlock()
+	fb.Fail(errors.New("database is down"))
 
-	clk.Add(policy.TTL + policy.StaleWhileRevalidate + time.Second) // past SWR, within stale-if-error
+	clk.Advance(policy.TTL + policy.StaleWhileRevalidate + time.Second) // past SWR, within stale-if-error
 	got := get(s, "GET", "harbour", "/au/properties.xml")
 	if got.Code != 200 || got.Body.String() != warm.Body.String() {
 		t.Fatalf("warm key while down: status %d, same body %v; want the stale body", got.Code, got.Body.String() == warm.Body.String())
@@ -163,7 +159,7 @@ func TestBackendDownServesStaleThen503(t *testing.T) {
 	if cold.Code != http.StatusServiceUnavailable || cold.Header().Get("Retry-After") == "" {
 		t.Errorf("cold key while down: status %d Retry-After %q; want 503 with Retry-After", cold.Code, cold.Header().Get("Retry-After"))
 	}
-	clk.Add(policy.StaleIfError)
+	clk.Advance(policy.StaleIfError)
 	expired := get(s, "GET", "harbour", "/au/properties.xml")
 	if expired.Code != http.StatusServiceUnavailable {
 		t.Errorf("past stale-if-error: status %d, want 503", expired.Code)
@@ -197,17 +193,15 @@ func TestOpenBreakerFailsFastAndNotFoundNeverTrips(t *testing.T) {
 	if st := state("harbour"); st != breaker.StateClosed {
 		t.Fatalf("breaker %v after not-found answers, want closed", st)
 	}
-	fb.mu.Lock()
-	fb.fail = errors.New("timeout")
-	fb.mu.Unlock()
+	fb.Fail(errors.New("timeout"))
 	for _, q := range []string{"a", "b", "c"} {
 		get(s, "GET", "harbour", "/au/properties.json?street_name="+q)
 	}
 	if st := state("harbour"); st != breaker.StateOpen {
 		t.Fatalf("breaker %v after 3 failures, want open", st)
 	}
-	before := fb.calls.Load()
-	clk.Add(20 * time.Minute)
+	before := fb.Calls()
+	clk.Advance(20 * time.Minute)
 	w := get(s, "GET", "harbour", "/au/properties.json?street_name=d")
 	if w.Code != http.StatusServiceUnavailable {
 		t.Errorf("status %d while open, want 503", w.Code)
@@ -215,12 +209,10 @@ func TestOpenBreakerFailsFastAndNotFoundNeverTrips(t *testing.T) {
 	if ra := w.Header().Get("Retry-After"); ra != "2400" {
 		t.Errorf("Retry-After = %q, want 2400 (the breaker's remaining 40 minutes)", ra)
 	}
-	if fb.calls.Load() != before {
+	if fb.Calls() != before {
 		t.Error("an open breaker still called the backend")
 	}
-	fb.mu.Lock()
-	fb.fail = nil
-	fb.mu.Unlock()
+	fb.Fail(nil)
 	if w := get(s, "GET", "summit", "/au/properties.json?street_name=d"); w.Code != http.StatusOK {
 		t.Errorf("other tenant of the same backend: status %d, want 200", w.Code)
 	}
@@ -235,12 +227,12 @@ func TestNotFoundIsCachedNegatively(t *testing.T) {
 	if cs := w.Header().Get("Cache-Status"); !strings.Contains(cs, "negative") {
 		t.Errorf("Cache-Status = %q, want a negative hit", cs)
 	}
-	if got := fb.calls.Load(); got != 1 {
+	if got := fb.Calls(); got != 1 {
 		t.Errorf("backend calls = %d, want 1", got)
 	}
-	clk.Add(policy.NegativeTTL + time.Second)
+	clk.Advance(policy.NegativeTTL + time.Second)
 	get(s, "GET", "harbour", "/au/properties/999.json")
-	if got := fb.calls.Load(); got != 2 {
+	if got := fb.Calls(); got != 2 {
 		t.Errorf("backend calls after negative TTL = %d, want 2", got)
 	}
 }
@@ -269,7 +261,7 @@ func TestAgeFollowsTheClock(t *testing.T) {
 		{30 * time.Second, "72", "listingproxy; hit; detail=stale-while-revalidate"},
 	}
 	for i, st := range steps {
-		clk.Add(st.advance)
+		clk.Advance(st.advance)
 		w := get(s, "GET", "harbour", target)
 		if got := w.Header().Get("Cache-Status"); got != st.status {
 			t.Fatalf("step %d: Cache-Status %q, want %q", i, got, st.status)

@@ -149,7 +149,7 @@ func checkNoSecrets(t *testing.T, spans tracetest.SpanStubs) {
 
 func TestTraceOfACoalescedBurst(t *testing.T) {
 	fb := newFake()
-	fb.block = make(chan struct{})
+	release := fb.Block()
 	h, exp, c := tracedServer(t, fb)
 	const n = 8
 	var wg sync.WaitGroup
@@ -161,7 +161,7 @@ func TestTraceOfACoalescedBurst(t *testing.T) {
 		})
 	}
 	waitJoined(t, c, fb, n) // all joined, the leader is at the backend
-	close(fb.block)
+	release()
 	wg.Wait()
 
 	var fills, waits []tracetest.SpanStub
@@ -257,9 +257,7 @@ func TestObserve(t *testing.T) {
 	get(s, "GET", "", "/au/properties/1.json")
 	get(s, "GET", "harbour", "/au/properties.json?bedrooms=x")
 	down := errors.New("connection refused")
-	fb.mu.Lock()
-	fb.fail = down
-	fb.mu.Unlock()
+	fb.Fail(down)
 	if w := get(s, "GET", "summit", "/au/agents/1.json"); w.Code != http.StatusServiceUnavailable {
 		t.Fatalf("failing backend: status %d, want 503", w.Code)
 	}

@@ -18,6 +18,7 @@ import (
 // set, and a kind without an opener is an error naming it, not a guess (the
 // old switch opened any unknown kind as SQL).
 func TestEveryKindOpens(t *testing.T) {
+	t.Parallel()
 	if diff := cmp.Diff(slices.Sorted(slices.Values(config.Kinds())), slices.Sorted(maps.Keys(backendKinds))); diff != "" {
 		t.Errorf("config kinds vs openers (-config +cmd):\n%s", diff)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"listingproxy/internal/testkit"
 	"listingproxy/telemetry"
 )
 
@@ -144,12 +145,7 @@ func TestCheckConfig(t *testing.T) {
 	}
 	defer held.Close()
 	// A PostgreSQL backend nobody listens on: check-config must not dial it.
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadAddr := closed.Addr().String()
-	closed.Close()
+	deadAddr := testkit.ClosedAddr(t)
 
 	dir := t.TempDir()
 	write := func(name, src string) string {
@@ -229,12 +225,7 @@ func TestHealthcheck(t *testing.T) {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 	}))
 	defer sick.Close()
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadAddr := closed.Addr().String()
-	closed.Close()
+	deadAddr := testkit.ClosedAddr(t)
 	healthyAddr := healthy.Listener.Addr().String()
 	_, healthyPort, _ := net.SplitHostPort(healthyAddr)
 

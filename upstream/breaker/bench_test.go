@@ -13,6 +13,7 @@ import (
 // answers at once.
 func BenchmarkDecorator(b *testing.B) {
 	fb := newFake(func(context.Context, string) error { return nil })
+	fb.Properties = map[string][]upstream.Property{"t/au": {{ID: 1}}}
 	for _, bc := range []struct {
 		name string
 		be   upstream.Backend

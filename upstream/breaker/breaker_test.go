@@ -11,75 +11,21 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"listingproxy/internal/testkit"
 	"listingproxy/normalize"
 	"listingproxy/upstream"
 	"listingproxy/upstream/breaker"
 	"listingproxy/upstream/crm"
 )
 
-// fakeBackend answers each call with result(ctx, tenant) and counts calls
-// by tenant.
-type fakeBackend struct {
-	result func(ctx context.Context, tenant string) error
-
-	mu    sync.Mutex
-	calls map[string]int
+// newFake is a fake backend whose every call ends as result says for its
+// tenant; TenantCalls counts the calls by tenant.
+func newFake(result func(ctx context.Context, tenant string) error) *testkit.Backend {
+	return &testkit.Backend{Result: func(ctx context.Context, s upstream.Scope) error { return result(ctx, s.Tenant) }}
 }
 
-func newFake(result func(ctx context.Context, tenant string) error) *fakeBackend {
-	return &fakeBackend{result: result, calls: map[string]int{}}
-}
-
-func (f *fakeBackend) do(ctx context.Context, s upstream.Scope) error {
-	f.mu.Lock()
-	f.calls[s.Tenant]++
-	f.mu.Unlock()
-	return f.result(ctx, s.Tenant)
-}
-
-func (f *fakeBackend) called(tenant string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls[tenant]
-}
-
-func (f *fakeBackend) ListProperties(ctx context.Context, s upstream.Scope, _ normalize.Criteria) ([]upstream.Property, error) {
-	if err := f.do(ctx, s); err != nil {
-		return nil, err
-	}
-	return []upstream.Property{{ID: 1}}, nil
-}
-
-func (f *fakeBackend) GetProperty(ctx context.Context, s upstream.Scope, id int64) (upstream.Property, error) {
-	return upstream.Property{ID: id}, f.do(ctx, s)
-}
-
-func (f *fakeBackend) ListAgents(ctx context.Context, s upstream.Scope, _ normalize.Criteria) ([]upstream.Agent, error) {
-	return nil, f.do(ctx, s)
-}
-
-func (f *fakeBackend) GetAgent(ctx context.Context, s upstream.Scope, id int64) (upstream.Agent, error) {
-	return upstream.Agent{ID: id}, f.do(ctx, s)
-}
-
-// clock is an injected clock that moves only when told.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+func newClock() *testkit.Clock {
+	return testkit.NewClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 }
 
 // timeout is what a SQL store returns when its query timeout ends a query.
@@ -89,12 +35,7 @@ var timeout = fmt.Errorf("sqlstore: list properties: %w", context.DeadlineExceed
 // was just closed.
 func refused(t *testing.T) error {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := testkit.ClosedAddr(t)
 	c, err := net.Dial("tcp", addr)
 	if err == nil {
 		c.Close()
@@ -156,7 +97,7 @@ func TestTenantTimeoutsOpenOnlyItsBreaker(t *testing.T) {
 					}
 				}
 			}
-			if n := fb.called("slow"); n != breaker.DefaultConsecutiveFailures {
+			if n := fb.TenantCalls("slow"); n != breaker.DefaultConsecutiveFailures {
 				t.Errorf("slow tenant reached the backend %d times, want %d (then its breaker is open)", n, breaker.DefaultConsecutiveFailures)
 			}
 			for i := range 20 {
@@ -191,12 +132,7 @@ func TestTenantTimeoutsOpenOnlyItsBreaker(t *testing.T) {
 // a closed port: its refused dials are connection-level, so one tenant's
 // calls open the backend breaker for all.
 func TestCRMRefusingConnectionsOpensEveryTenant(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := testkit.ClosedAddr(t)
 	c, err := crm.New(crm.Options{BaseURL: "http://" + addr, Credentials: map[string]crm.Credential{
 		"a": {Username: "a", Password: "pw"}, "b": {Username: "b", Password: "pw"},
 	}})
@@ -245,13 +181,13 @@ func TestBackendDownOpensEveryTenant(t *testing.T) {
 				}
 			}
 			for _, tenant := range []string{"a", "b", "c"} {
-				before := fb.called(tenant)
+				before := fb.TenantCalls(tenant)
 				err := list(b, tenant)
 				var oe *breaker.OpenError
 				if !errors.As(err, &oe) || oe.Tenant != "" || oe.Backend != "sql" {
 					t.Errorf("tenant %s after %d failing calls: %v, want the backend breaker's *OpenError", tenant, tc.calls, err)
 				}
-				if fb.called(tenant) != before {
+				if fb.TenantCalls(tenant) != before {
 					t.Errorf("tenant %s reached a backend whose breaker is open", tenant)
 				}
 			}
@@ -330,7 +266,7 @@ func TestBulkhead(t *testing.T) {
 			t.Errorf("hog call = %v", err)
 		}
 	}
-	if n := fb.called("hog"); n != 3 {
+	if n := fb.TenantCalls("hog"); n != 3 {
 		t.Errorf("hog reached the backend %d times, want 3", n)
 	}
 }
@@ -353,8 +289,8 @@ func TestBulkheadWaitTimesOut(t *testing.T) {
 	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0)) // already past
 	defer cancel()
 	_, err := b.ListProperties(ctx, upstream.Scope{Tenant: "t"}, normalize.Criteria{})
-	if !errors.Is(err, context.DeadlineExceeded) || fb.called("t") != 1 {
-		t.Errorf("call past its deadline = %v after %d backend calls, want DeadlineExceeded after 1", err, fb.called("t"))
+	if !errors.Is(err, context.DeadlineExceeded) || fb.TenantCalls("t") != 1 {
+		t.Errorf("call past its deadline = %v after %d backend calls, want DeadlineExceeded after 1", err, fb.TenantCalls("t"))
 	}
 	close(release)
 	if err := <-done; err != nil {

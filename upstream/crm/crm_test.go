@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	_ "time/tzdata"
@@ -39,24 +38,6 @@ func mustZone(name string) *time.Location {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// clock is a settable Options.Now.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // newTestClient returns a Client of f with both tenants' credentials; o's
 // zero fields get test defaults.

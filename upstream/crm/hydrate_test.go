@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"listingproxy/internal/testkit"
 	"listingproxy/normalize"
 	"listingproxy/upstream"
 )
@@ -33,8 +34,8 @@ func TestHydrationCalls(t *testing.T) {
 	all := []int64{105, 101, 104, 102, 103} // the CRM's order, kept
 	g := newGenerated(all...)
 	f := newFakeCRM(t, g.serve)
-	clk := &clock{t: testNow}
-	c := newTestClient(t, f, Options{Hydrate: HydrateAlways, DocTTL: time.Minute, Now: clk.now})
+	clk := testkit.NewClock(testNow)
+	c := newTestClient(t, f, Options{Hydrate: HydrateAlways, DocTTL: time.Minute, Now: clk.Now})
 
 	list := func(t *testing.T) []upstream.Property {
 		t.Helper()
@@ -99,7 +100,7 @@ func TestHydrationCalls(t *testing.T) {
 		}
 	})
 	t.Run("after DocTTL: all again", func(t *testing.T) {
-		clk.advance(2 * time.Minute)
+		clk.Advance(2 * time.Minute)
 		before := docCalls(f, "au", all...)
 		list(t)
 		if n := docCalls(f, "au", all...) - before; n != len(all) {

@@ -1,0 +1,65 @@
+// Package testkit holds the helpers tests of several packages share: a
+// fake clock, a fake upstream.Backend, a Basic authorization header and a
+// loopback address nobody listens on. Only _test.go files import it.
+//
+// It imports the standard library, normalize and upstream only, so any
+// package's tests may use it without a cycle (upstream's own tests
+// excepted: they are in package upstream).
+package testkit
+
+import (
+	"encoding/base64"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Clock is an injected clock that moves only when told. It is safe for
+// concurrent use; pass its Now method where a package takes a clock.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a Clock reading t.
+func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// Set moves the clock to t.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
+// BasicAuth is the Authorization header of user and password.
+func BasicAuth(user, password string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))
+}
+
+// ClosedAddr returns a loopback host:port nobody listens on (a listener
+// opened and closed at once): a dial to it is refused.
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
