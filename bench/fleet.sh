@@ -45,54 +45,22 @@ command -v redis-server >/dev/null || {
 	exit 1
 }
 
-work=$(mktemp -d)
-pids=()     # everything started, stopped in reverse order on exit
+. bench/lib.sh
 redis_pid=""
-cleanup() {
-	local i
-	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[i]}" 2>/dev/null || true; done
+# Redis is restarted by the bench, so it is stopped apart from pids.
+fleet_cleanup() {
 	[ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null || true
-	wait 2>/dev/null || true
-	rm -rf "$work"
+	bench_cleanup
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
 if [ "$MODE" = bench ]; then
-	# The watchdog's sleep must not outlive the script (it would hold a pipe
-	# on our stdout open), so the watchdog kills it when it is killed.
-	(
-		trap 'kill "$s" 2>/dev/null; exit 0' TERM
-		sleep "$BENCH_TIMEOUT" >/dev/null 2>&1 &
-		s=$!
-		wait "$s"
-		echo "fleet: watchdog: still running after ${BENCH_TIMEOUT}s, giving up" >&2
-		kill -TERM $$
-	) &
-	pids+=($!)
+	bench_start # work, pids, the watchdog
+else
+	work=$(mktemp -d)
+	pids=()
+	trap 'exit 130' INT TERM
 fi
-
-# wait_for FILE REGEX PID: prints the first capture of REGEX once FILE has
-# it; fails when process PID exits first or after WAIT_SECONDS (default 300:
-# the CRM may be seeding).
-wait_for() {
-	local i
-	for i in $(seq $((${WAIT_SECONDS:-300} * 10))); do
-		if grep -qE "$2" "$1" 2>/dev/null; then
-			sed -nE "s#.*$2.*#\\1#p" "$1" | head -n1
-			return 0
-		fi
-		if ! kill -0 "$3" 2>/dev/null; then
-			echo "fleet: process $3 exited before $1 matched $2:" >&2
-			tail -5 "$1" "${1%out}err" >&2 2>/dev/null || true
-			return 1
-		fi
-		sleep 0.1
-	done
-	echo "fleet: timed out waiting for $1 to match $2" >&2
-	tail -5 "$1" "${1%out}err" >&2 2>/dev/null || true
-	return 1
-}
+trap fleet_cleanup EXIT
+export WAIT_SECONDS=${WAIT_SECONDS:-300} # the CRM may be seeding its database
 
 # free_port prints a loopback port nobody listens on now (redis-server has no
 # "port 0"; start_redis retries if another process takes it first).

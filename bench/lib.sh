@@ -27,18 +27,26 @@ bench_cleanup() {
 	rm -rf "$work"
 }
 
-# wait_for FILE REGEX: prints the first capture of REGEX once FILE has it
-# (30s at most).
+# wait_for FILE REGEX [PID]: prints the first capture of REGEX once FILE has
+# it; fails after WAIT_SECONDS (default 30), or as soon as process PID (when
+# given) has exited. The process's FILE.err (or, for FILE ending in "out",
+# its "err") is shown on failure.
 wait_for() {
-	local i
-	for i in $(seq 300); do
+	local i err=${1%.out}.err
+	[ "${1%out}" != "$1" ] && [ ! -e "$err" ] && err=${1%out}err
+	for i in $(seq $((${WAIT_SECONDS:-30} * 10))); do
 		if grep -qE "$2" "$1" 2>/dev/null; then
 			sed -nE "s#.*$2.*#\\1#p" "$1" | head -n1
 			return 0
 		fi
+		if [ -n "${3:-}" ] && ! kill -0 "$3" 2>/dev/null; then
+			echo "bench: process $3 exited before $1 matched $2" >&2
+			tail -5 "$1" "$err" >&2 2>/dev/null || true
+			return 1
+		fi
 		sleep 0.1
 	done
 	echo "bench: timed out waiting for $1 to match $2" >&2
-	cat "$1" "${1%.out}.err" >&2 2>/dev/null || true
+	tail -5 "$1" "$err" >&2 2>/dev/null || true
 	return 1
 }
