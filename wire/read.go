@@ -57,18 +57,35 @@ var lastUpdatedLayouts = []string{
 	"Mon Jan 2 15:04:05 -0700 2006",
 }
 
+// Problem is a value of a legacy record that could not be read as the
+// wire format says. It never fails a list: the record is kept without the
+// value (a record whose id cannot be read is dropped), and the problem is
+// handed to the reader's report function, for the caller to log and count.
+type Problem struct {
+	Record string // e.g. `property "17"`
+	Field  string // e.g. "bedrooms"
+	Value  string // as written
+	Want   string // what the format expects
+}
+
+func (p Problem) String() string {
+	return fmt.Sprintf("%s: %s %q: %s", p.Record, p.Field, p.Value, p.Want)
+}
+
 // ReadPropertyList reads a <properties> list document from d; full says
 // whether the list was asked for in full detail, loc is the country's zone
 // (open-home times are wall-clock times), and a list of more than
 // maxRecords properties fails with ErrTooManyRecords. The children are
 // trusted over the count attribute. An <errors> document is returned as
-// *upstream.CriteriaError.
-func ReadPropertyList(d Tokens, loc *time.Location, full bool, maxRecords int) ([]upstream.Property, error) {
+// *upstream.CriteriaError. Values that cannot be read are reported to report
+// (which may be nil) and never fail the list: only the document can.
+func ReadPropertyList(d Tokens, loc *time.Location, full bool, maxRecords int, report func(Problem)) ([]upstream.Property, error) {
 	var props []upstream.Property
 	err := decodeAnswer(d, "properties", "property", false, maxRecords, func(e *node) error {
-		p, err := parseProperty(e, loc, full)
-		props = append(props, p)
-		return err
+		if p, ok := parseProperty(e, loc, full, report); ok {
+			props = append(props, p)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -77,23 +94,28 @@ func ReadPropertyList(d Tokens, loc *time.Location, full bool, maxRecords int) (
 }
 
 // ReadProperty reads the single-property document (always full detail) from
-// d. An <error> document is returned as *NotFoundError.
-func ReadProperty(d Tokens, loc *time.Location) (upstream.Property, error) {
+// d, as ReadPropertyList; a property whose id cannot be read fails. An
+// <error> document is returned as *NotFoundError.
+func ReadProperty(d Tokens, loc *time.Location, report func(Problem)) (upstream.Property, error) {
 	var p upstream.Property
-	err := decodeAnswer(d, "property", "property", true, 1, func(e *node) (err error) {
-		p, err = parseProperty(e, loc, true)
-		return err
+	err := decodeAnswer(d, "property", "property", true, 1, func(e *node) error {
+		var ok bool
+		if p, ok = parseProperty(e, loc, true, report); !ok {
+			return fmt.Errorf("%w: property id %q", ErrMalformed, attr(e, "id"))
+		}
+		return nil
 	})
 	return p, err
 }
 
 // ReadAgentList reads an <agents> list document from d, as ReadPropertyList.
-func ReadAgentList(d Tokens, full bool, maxRecords int) ([]upstream.Agent, error) {
+func ReadAgentList(d Tokens, full bool, maxRecords int, report func(Problem)) ([]upstream.Agent, error) {
 	var agents []upstream.Agent
 	err := decodeAnswer(d, "agents", "agent", false, maxRecords, func(e *node) error {
-		a, err := parseAgent(e, full)
-		agents = append(agents, a)
-		return err
+		if a, ok := parseAgent(e, full, report); ok {
+			agents = append(agents, a)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -102,11 +124,14 @@ func ReadAgentList(d Tokens, full bool, maxRecords int) ([]upstream.Agent, error
 }
 
 // ReadAgent reads the single-agent document from d, as ReadProperty.
-func ReadAgent(d Tokens) (upstream.Agent, error) {
+func ReadAgent(d Tokens, report func(Problem)) (upstream.Agent, error) {
 	var a upstream.Agent
-	err := decodeAnswer(d, "agent", "agent", true, 1, func(e *node) (err error) {
-		a, err = parseAgent(e, true)
-		return err
+	err := decodeAnswer(d, "agent", "agent", true, 1, func(e *node) error {
+		var ok bool
+		if a, ok = parseAgent(e, true, report); !ok {
+			return fmt.Errorf("%w: agent id %q", ErrMalformed, attr(e, "id"))
+		}
+		return nil
 	})
 	return a, err
 }
@@ -134,10 +159,16 @@ func answerError(root *node, single bool) error {
 	return fmt.Errorf("%w: %s", ErrAnswerError, text(root))
 }
 
-func parseProperty(e *node, loc *time.Location, full bool) (upstream.Property, error) {
-	var f fields
-	p := upstream.Property{
-		ID:           f.id("id", attr(e, "id")),
+// parseProperty reads one property; ok is false when its id cannot be
+// read (the record is then dropped: nothing else identifies it).
+func parseProperty(e *node, loc *time.Location, full bool, report func(Problem)) (p upstream.Property, ok bool) {
+	f := fields{record: "property " + strconv.Quote(attr(e, "id")), report: report}
+	id, ok := f.id("id", attr(e, "id"))
+	if !ok {
+		return upstream.Property{}, false
+	}
+	p = upstream.Property{
+		ID:           id,
 		AgencyID:     childText(e, "agency_id"),
 		LastUpdated:  f.lastUpdated(attr(e, "last_updated")),
 		Approved:     f.date("approved", childText(e, "approved")),
@@ -168,30 +199,34 @@ func parseProperty(e *node, loc *time.Location, full bool) (upstream.Property, e
 	p.FloorplanCount, p.Floorplans = f.media(e.child("floorplans"), "floorplan", full)
 	if as := e.child("agents"); as != nil {
 		for _, a := range as.children("agent") {
-			p.Agents = append(p.Agents, upstream.AgentRef{ID: f.id("agent id", attr(a, "id")), Name: text(a)})
+			if id, ok := f.id("agent id", attr(a, "id")); ok {
+				p.Agents = append(p.Agents, upstream.AgentRef{ID: id, Name: text(a)})
+			}
 		}
 	}
 	if ohs := e.child("openhomes"); ohs != nil {
 		for _, oh := range ohs.children("openhome") {
-			start := f.localTime("openhome start", childText(oh, "start"), loc)
-			end := f.localTime("openhome end", childText(oh, "end"), loc)
-			if start.IsZero() && end.IsZero() {
-				continue // an empty <openhome/>
+			start, okStart := f.localTime("openhome start", childText(oh, "start"), loc)
+			end, okEnd := f.localTime("openhome end", childText(oh, "end"), loc)
+			if !okStart || !okEnd || start.IsZero() && end.IsZero() {
+				continue // an empty <openhome/>, or one whose times cannot be read
 			}
 			p.OpenHomes = append(p.OpenHomes, upstream.OpenHome{Start: start, End: end})
 		}
 		slices.SortStableFunc(p.OpenHomes, func(a, b upstream.OpenHome) int { return a.Start.Compare(b.Start) })
 	}
-	if f.err != nil {
-		return upstream.Property{}, fmt.Errorf("property %q: %w", attr(e, "id"), f.err)
-	}
-	return p, nil
+	return p, true
 }
 
-func parseAgent(e *node, full bool) (upstream.Agent, error) {
-	var f fields
-	a := upstream.Agent{
-		ID:              f.id("id", attr(e, "id")),
+// parseAgent reads one agent, as parseProperty.
+func parseAgent(e *node, full bool, report func(Problem)) (a upstream.Agent, ok bool) {
+	f := fields{record: "agent " + strconv.Quote(attr(e, "id")), report: report}
+	id, ok := f.id("id", attr(e, "id"))
+	if !ok {
+		return upstream.Agent{}, false
+	}
+	a = upstream.Agent{
+		ID:              id,
 		Name:            childText(e, "name"),
 		Username:        childText(e, "username"),
 		Phone:           childText(e, "phone"),
@@ -204,8 +239,12 @@ func parseAgent(e *node, full bool) (upstream.Agent, error) {
 	}
 	if ps := e.child("properties"); ps != nil {
 		for _, pe := range ps.children("property") {
+			id, ok := f.id("property id", attr(pe, "id"))
+			if !ok {
+				continue
+			}
 			a.Properties = append(a.Properties, upstream.PropertyRef{
-				ID:          f.id("property id", attr(pe, "id")),
+				ID:          id,
 				LastUpdated: f.lastUpdated(attr(pe, "last_updated")),
 				Address:     childText(pe, "address"),
 				AgencyID:    childText(pe, "agency_id"),
@@ -213,10 +252,7 @@ func parseAgent(e *node, full bool) (upstream.Agent, error) {
 		}
 		a.PropertyCount = f.count(ps, len(a.Properties), full)
 	}
-	if f.err != nil {
-		return upstream.Agent{}, fmt.Errorf("agent %q: %w", attr(e, "id"), f.err)
-	}
-	return a, nil
+	return a, true
 }
 
 // text returns e's own character data (text, entities and CDATA sections,
@@ -252,40 +288,38 @@ func parseFlag(s string) bool {
 	return false
 }
 
-// fields parses the values of one record, keeping the first error.
-type fields struct{ err error }
+// fields parses the values of one record, reporting those it cannot read.
+type fields struct {
+	record string
+	report func(Problem) // nil: ignore
+}
 
 func (f *fields) fail(name, value, want string) {
-	if f.err == nil {
-		f.err = fmt.Errorf("%s %q: %s", name, value, want)
+	if f.report != nil {
+		f.report(Problem{Record: f.record, Field: name, Value: value, Want: want})
 	}
 }
 
-func (f *fields) id(name, s string) int64 {
+func (f *fields) id(name, s string) (int64, bool) {
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || v <= 0 {
 		f.fail(name, s, "not a service ID")
+		return 0, false
 	}
-	return v
+	return v, true
 }
 
-func (f *fields) float(name, s string) float64 {
-	if s == "" {
-		return 0
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		f.fail(name, s, "not a number")
-		return 0
-	}
-	return v
-}
-
+// optFloat reads a decimal; empty, or one that cannot be read, is missing
+// (nil), never 0.
 func (f *fields) optFloat(name, s string) *float64 {
 	if s == "" {
 		return nil
 	}
-	v := f.float(name, s)
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		f.fail(name, s, "not a number")
+		return nil
+	}
 	return &v
 }
 
@@ -316,6 +350,7 @@ func (f *fields) count(e *node, items int, full bool) int {
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 {
 		f.fail(e.tag+" count", s, "not a count")
+		return items
 	}
 	return n
 }
@@ -360,26 +395,33 @@ func (f *fields) lastUpdated(s string) time.Time {
 }
 
 // date reads an approved date as UTC midnight; empty or the zero date of old
-// databases ("0000-00-00") is never approved.
+// databases ("0000-00-00") is never approved. A date followed by a time
+// ("2024-03-01 10:00:00", a DATETIME column printed as is) is that date.
 func (f *fields) date(name, s string) time.Time {
-	if s == "" || s == "0000-00-00" {
+	if s == "" || strings.HasPrefix(s, "0000-00-00") {
 		return time.Time{}
+	}
+	if len(s) > len(approvedLayout) && (s[len(approvedLayout)] == ' ' || s[len(approvedLayout)] == 'T') {
+		s = s[:len(approvedLayout)]
 	}
 	t, err := time.Parse(approvedLayout, s)
 	if err != nil {
 		f.fail(name, s, "want the form "+approvedLayout)
+		return time.Time{}
 	}
 	return t
 }
 
-// localTime reads a wall-clock time of the country's zone.
-func (f *fields) localTime(name, s string, loc *time.Location) time.Time {
+// localTime reads a wall-clock time of the country's zone; ok is false when
+// s cannot be read.
+func (f *fields) localTime(name, s string, loc *time.Location) (t time.Time, ok bool) {
 	if s == "" || strings.HasPrefix(s, "0000-00-00") {
-		return time.Time{}
+		return time.Time{}, true
 	}
 	t, err := time.ParseInLocation(openHomeLayout, s, loc)
 	if err != nil {
 		f.fail(name, s, "want the form "+openHomeLayout)
+		return time.Time{}, false
 	}
-	return t
+	return t, true
 }

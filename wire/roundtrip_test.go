@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/go-cmp/cmp"
+
 	"listingproxy/normalize"
 	"listingproxy/upstream"
 )
@@ -20,13 +22,21 @@ func newTokens(doc []byte) Tokens {
 	return d
 }
 
+// noProblems fails tb on any problem: our own documents always read whole.
+func noProblems(tb testing.TB) func(Problem) {
+	return func(p Problem) {
+		tb.Helper()
+		tb.Errorf("problem reading our own document: %s", p)
+	}
+}
+
 // renderRead renders ps as a full property list with prices, reads it back
 // and renders what was read; it returns both renderings.
 func renderRead(tb testing.TB, ps []upstream.Property, o Options) (first, second []byte) {
 	tb.Helper()
 	o.Detail, o.Prices = normalize.Full, true
 	first = AppendPropertyList(nil, XML, ps, o)
-	got, err := ReadPropertyList(newTokens(first), o.Location, true, len(ps))
+	got, err := ReadPropertyList(newTokens(first), o.Location, true, len(ps), noProblems(tb))
 	if err != nil {
 		tb.Fatalf("reading our own document: %v\n%s", err, first)
 	}
@@ -46,7 +56,7 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("property", func(t *testing.T) {
 		p := fixtureProperties()[0]
 		first := AppendProperty(nil, XML, &p, o)
-		got, err := ReadProperty(newTokens(first), o.Location)
+		got, err := ReadProperty(newTokens(first), o.Location, noProblems(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +67,7 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("agents", func(t *testing.T) {
 		o := Options{Detail: normalize.Full, Location: o.Location}
 		first := AppendAgentList(nil, XML, fixtureAgents(), o)
-		got, err := ReadAgentList(newTokens(first), true, 3)
+		got, err := ReadAgentList(newTokens(first), true, 3, noProblems(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +104,7 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 		o := Options{Location: sydney(t)}
 		_, second := renderRead(t, []upstream.Property{p}, o)
-		got, err := ReadPropertyList(newTokens(second), o.Location, true, 1)
+		got, err := ReadPropertyList(newTokens(second), o.Location, true, 1, noProblems(t))
 		if err != nil {
 			t.Fatalf("reading a re-rendered document: %v\n%s", err, second)
 		}
@@ -120,7 +130,7 @@ func TestMissingStaysMissing(t *testing.T) {
   <floor_size/>
   <lot_size/>
 </property>`
-	p, err := ReadProperty(newTokens([]byte(doc)), time.UTC)
+	p, err := ReadProperty(newTokens([]byte(doc)), time.UTC, noProblems(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,5 +145,56 @@ func TestMissingStaysMissing(t *testing.T) {
 		if !strings.Contains(gotJSON, w) {
 			t.Errorf("JSON lacks %s:\n%s", w, gotJSON)
 		}
+	}
+}
+
+// TestBadValuesKeepTheRecord: a value that cannot be read never fails a
+// list. The record is kept without it (one whose id cannot be read is
+// dropped) and every problem is reported; a date with a time is its date.
+func TestBadValuesKeepTheRecord(t *testing.T) {
+	doc := `<?xml version="1.0" encoding="UTF-8"?>
+<properties count="4">
+  <property id="1" last_updated="Fri Nov 20 09:30:00 +1100 2026">
+    <status>CURRENT</status>
+    <latitude>n/a</latitude>
+    <bedrooms>3+</bedrooms>
+    <approved>2024-03-01 10:00:00</approved>
+    <photos count="many"><photo position="first">https://img.example/1.jpg</photo></photos>
+    <agents><agent id="x">Nobody</agent><agent id="5">Jane</agent></agents>
+    <openhomes><openhome><start>soon</start><end>2026-11-21 11:00:00</end></openhome></openhomes>
+  </property>
+  <property id="abc"><status>CURRENT</status></property>
+  <property id="2" last_updated="yesterday"><approved>2024-13-45</approved></property>
+</properties>`
+	var got []string
+	ps, err := ReadPropertyList(newTokens([]byte(doc)), time.UTC, true, 10, func(p Problem) { got = append(got, p.String()) })
+	if err != nil {
+		t.Fatalf("one bad record failed the list: %v", err)
+	}
+	want := []string{
+		`property "1": latitude "n/a": not a number`,
+		`property "1": bedrooms "3+": not an integer`,
+		`property "1": photo position "first": not an integer`,
+		`property "1": agent id "x": not a service ID`,
+		`property "1": openhome start "soon": want the form 2006-01-02 15:04:05`,
+		`property "abc": id "abc": not a service ID`,
+		`property "2": last_updated "yesterday": want the form Mon Jan 02 15:04:05 -0700 2006`,
+		`property "2": approved "2024-13-45": want the form 2006-01-02`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	if len(ps) != 2 || ps[0].ID != 1 || ps[1].ID != 2 {
+		t.Fatalf("got %d properties, want ids 1 and 2: %+v", len(ps), ps)
+	}
+	p := ps[0]
+	if p.Latitude != nil || p.Bedrooms != nil {
+		t.Errorf("unreadable latitude, bedrooms = %v, %v, want missing", p.Latitude, p.Bedrooms)
+	}
+	if got, want := p.Approved, time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC); !got.Equal(want) {
+		t.Errorf("approved = %v, want %v", got, want)
+	}
+	if p.PhotoCount != 1 || len(p.Agents) != 1 || p.Agents[0].ID != 5 || len(p.OpenHomes) != 0 {
+		t.Errorf("photos %d, agents %+v, open homes %+v: want 1 photo, agent 5, no open home", p.PhotoCount, p.Agents, p.OpenHomes)
 	}
 }

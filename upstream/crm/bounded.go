@@ -83,6 +83,7 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 type boundedDecoder struct {
 	ctx      context.Context
 	body     *boundedReader
+	text     *utf8Repair // between body and dec: bytes that are not UTF-8
 	dec      *xml.Decoder
 	lim      limits
 	elements int
@@ -93,10 +94,11 @@ type boundedDecoder struct {
 // newBoundedDecoder decodes r within lim until ctx is done.
 func newBoundedDecoder(ctx context.Context, r io.Reader, lim limits) *boundedDecoder {
 	body := &boundedReader{ctx: ctx, r: r, max: lim.maxBytes}
-	dec := xml.NewDecoder(body)
+	text := &utf8Repair{r: body}
+	dec := xml.NewDecoder(text)
 	dec.CharsetReader = charsetReader
 	dec.Entity = xml.HTMLEntity // legacy text sometimes carries &nbsp; and friends
-	return &boundedDecoder{ctx: ctx, body: body, dec: dec, lim: lim}
+	return &boundedDecoder{ctx: ctx, body: body, text: text, dec: dec, lim: lim}
 }
 
 // Token returns the next token (see xml.Decoder.Token: its data is valid

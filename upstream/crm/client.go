@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -122,6 +123,10 @@ type Options struct {
 	// Now returns the current time; it drops ended open homes and ages
 	// cached documents. Default time.Now.
 	Now func() time.Time
+	// Logger receives a warning for each tolerated flaw of an answer (a
+	// value that cannot be read, a mislabelled content type, bytes that are
+	// not UTF-8). Default: discard.
+	Logger *slog.Logger
 }
 
 // Client is an upstream.Backend backed by the legacy CRM. It is safe for
@@ -138,6 +143,7 @@ type Client struct {
 	docTTL      time.Duration
 	hc          *http.Client
 	transport   *http.Transport // non-nil when the Client owns hc
+	log         *slog.Logger
 	now         func() time.Time
 	zones       map[string]*time.Location
 
@@ -147,6 +153,7 @@ type Client struct {
 
 	stats struct {
 		calls, docHits, docFetches, hydrations, fullLists atomic.Int64
+		badValues, mislabelled, repaired                  atomic.Int64
 	}
 }
 
@@ -230,6 +237,7 @@ func New(o Options) (*Client, error) {
 		docTTL:      orDefault(o.DocTTL, DefaultDocTTL),
 		hc:          o.HTTPClient,
 		now:         o.Now,
+		log:         o.Logger,
 		zones:       zones,
 		docs:        newLRU[docKey, upstream.Property](maxCachedDocs),
 		memos:       newLRU[memoKey, []int64](maxCachedMemos),
@@ -245,6 +253,9 @@ func New(o Options) (*Client, error) {
 	c.sem = make(chan struct{}, maxConc)
 	if c.now == nil {
 		c.now = time.Now
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
 	}
 	if c.hc == nil {
 		c.transport = &http.Transport{
@@ -289,6 +300,11 @@ type Stats struct {
 	DocFetches int64 // property documents fetched by hydration (after single-flight)
 	Hydrations int64 // full-detail lists answered by hydration
 	FullLists  int64 // full-detail lists answered by one detail=full call
+
+	// Tolerated flaws of answers that were served anyway (each also logged).
+	BadValues   int64 // values that could not be read (the record was kept without them, or dropped without an id)
+	Mislabelled int64 // well-formed answers with a content type other than XML (text/html...)
+	Repaired    int64 // answers with bytes that were not UTF-8, read as Windows-1252
 }
 
 // Stats returns the Client's counters.
@@ -299,6 +315,10 @@ func (c *Client) Stats() Stats {
 		DocFetches: c.stats.docFetches.Load(),
 		Hydrations: c.stats.hydrations.Load(),
 		FullLists:  c.stats.fullLists.Load(),
+
+		BadValues:   c.stats.badValues.Load(),
+		Mislabelled: c.stats.mislabelled.Load(),
+		Repaired:    c.stats.repaired.Load(),
 	}
 }
 
@@ -363,7 +383,7 @@ func (c *Client) ListAgents(ctx context.Context, s upstream.Scope, cr normalize.
 func (c *Client) listAgents(ctx context.Context, s upstream.Scope, q url.Values, detail normalize.Detail) ([]upstream.Agent, error) {
 	var agents []upstream.Agent
 	err := c.call(ctx, s, withDetail(q, detail), []string{"agents.xml"}, func(d *boundedDecoder) (err error) {
-		agents, err = wire.ReadAgentList(d, detail == normalize.Full, maxRecords(q))
+		agents, err = wire.ReadAgentList(d, detail == normalize.Full, maxRecords(q), c.report(s))
 		return err
 	})
 	if err != nil {
@@ -377,7 +397,7 @@ func (c *Client) listAgents(ctx context.Context, s upstream.Scope, q url.Values,
 func (c *Client) GetAgent(ctx context.Context, s upstream.Scope, id int64) (upstream.Agent, error) {
 	var a upstream.Agent
 	err := c.call(ctx, s, nil, []string{"agents", strconv.FormatInt(id, 10) + ".xml"}, func(d *boundedDecoder) (err error) {
-		a, err = wire.ReadAgent(d)
+		a, err = wire.ReadAgent(d, c.report(s))
 		return err
 	})
 	if err != nil {
@@ -413,7 +433,7 @@ func withDetail(q url.Values, detail normalize.Detail) url.Values {
 func (c *Client) fetchPropertyList(ctx context.Context, s upstream.Scope, q url.Values, detail normalize.Detail) ([]upstream.Property, error) {
 	var props []upstream.Property
 	err := c.call(ctx, s, withDetail(q, detail), []string{"properties.xml"}, func(d *boundedDecoder) (err error) {
-		props, err = wire.ReadPropertyList(d, c.zone(s.Country), detail == normalize.Full, maxRecords(q))
+		props, err = wire.ReadPropertyList(d, c.zone(s.Country), detail == normalize.Full, maxRecords(q), c.report(s))
 		return err
 	})
 	return props, err
@@ -422,10 +442,19 @@ func (c *Client) fetchPropertyList(ctx context.Context, s upstream.Scope, q url.
 func (c *Client) fetchPropertyDoc(ctx context.Context, s upstream.Scope, id int64) (upstream.Property, error) {
 	var p upstream.Property
 	err := c.call(ctx, s, nil, []string{"properties", strconv.FormatInt(id, 10) + ".xml"}, func(d *boundedDecoder) (err error) {
-		p, err = wire.ReadProperty(d, c.zone(s.Country))
+		p, err = wire.ReadProperty(d, c.zone(s.Country), c.report(s))
 		return err
 	})
 	return p, err
+}
+
+// report returns the function that logs and counts the values of an answer
+// for s that could not be read.
+func (c *Client) report(s upstream.Scope) func(wire.Problem) {
+	return func(p wire.Problem) {
+		c.stats.badValues.Add(1)
+		c.log.Warn("crm: value not read; record kept without it", "tenant", s.Tenant, "country", s.Country, "problem", p.String())
+	}
 }
 
 // maxRecords is the most records a list answer to q may hold: its limit,

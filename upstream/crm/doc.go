@@ -61,8 +61,13 @@
 //	200, expected root, well-formed XML             the records
 //	401 or 403                                      failure: upstream rejected the tenant's credentials
 //	any other status than 200 (5xx, 404, 3xx...)    failure: "upstream status N"
-//	content type neither XML nor absent (HTML...)   failure: "unexpected content type"
+//	content type neither XML nor absent (HTML...)   served when the body is a well-formed answer (counted,
+//	                                                logged); else the body's failure, prefixed
+//	                                                "unexpected content type \"text/html\": "
 //	truncated or malformed XML, wrong root element  failure: "malformed XML" / "unexpected root element"
+//	a value of a record that cannot be read         served: the record without it (counted, logged);
+//	                                                a record without a readable id is left out
+//	bytes not UTF-8 in a UTF-8 (or undeclared) doc  served: read as Windows-1252 (counted, logged)
 //	body larger than Options.MaxBodyBytes           failure: "body exceeds the size limit of N bytes"
 //	more than MaxElements elements, deeper than     failure: "answer has too many elements" /
 //	MaxDepth                                        "answer nests too deep"

@@ -98,7 +98,8 @@ func TestFailures(t *testing.T) {
 		{name: "403", handle: status(403, "application/xml", "<error>Forbidden</error>"), call: "list", want: errCredentials},
 		{name: "single error on a list", handle: status(200, "application/xml", "<error>Service unavailable</error>"), call: "list", want: errUpstream, wantMsg: "upstream error: Service unavailable"},
 		{name: "error list on a single", handle: serveFile(t, "errors_1.xml"), call: "get", want: errUpstream},
-		{name: "bad record", handle: status(200, "application/xml", `<property id="17" last_updated="yesterday"/>`), call: "get", wantMsg: `property "17": last_updated "yesterday"`},
+		{name: "single record without an id", handle: status(200, "application/xml", `<property id="seventeen"/>`), call: "get", want: errMalformed, wantMsg: `malformed XML: property id "seventeen"`},
+		{name: "HTML page as text/html", handle: status(200, "text/html", "<html><body>Oops</body></html>"), call: "get", want: errRoot, wantMsg: `unexpected content type "text/html": unexpected root element <html>`},
 		{
 			name: "headers never come", call: "get", opts: Options{Timeout: 300 * time.Millisecond}, want: errTimeout,
 			handle: func(w http.ResponseWriter, r *http.Request, user string) { <-r.Context().Done() },

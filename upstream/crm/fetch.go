@@ -119,19 +119,33 @@ func (c *Client) call(ctx context.Context, s upstream.Scope, q url.Values, path 
 	case resp.StatusCode != http.StatusOK:
 		return fmt.Errorf("%w %d", errStatus, resp.StatusCode)
 	}
-	if ct := resp.Header.Get("Content-Type"); ct != "" && !isXML(ct) {
-		return fmt.Errorf("%w %q", errContentType, ct)
-	}
 	if resp.ContentLength > c.maxBody {
 		// Refused before reading a byte.
 		return fmt.Errorf("%w of %d bytes (Content-Length %d)", errTooLarge, c.maxBody, resp.ContentLength)
 	}
+	// A legacy script often sends XML with its language's default content
+	// type (PHP: text/html). The document decides: a well-formed answer of
+	// the right root is served (and the label counted); anything else fails
+	// as a document would, naming the content type too.
+	ct := resp.Header.Get("Content-Type")
+	mislabelled := ct != "" && !isXML(ct)
 	d := newBoundedDecoder(callCtx, resp.Body, c.limits)
 	if err := decode(d); err != nil {
 		if d.body.err != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return failed("reading the body: ", err)
 		}
+		if mislabelled {
+			return fmt.Errorf("%w %q: %w", errContentType, ct, err)
+		}
 		return err
+	}
+	if mislabelled {
+		c.stats.mislabelled.Add(1)
+		c.log.Warn("crm: XML answer with a content type that is not XML; served", "tenant", s.Tenant, "path", u.Path, "content_type", ct)
+	}
+	if d.text.repaired {
+		c.stats.repaired.Add(1)
+		c.log.Warn("crm: answer with bytes that are not UTF-8, read as Windows-1252", "tenant", s.Tenant, "path", u.Path)
 	}
 	return nil
 }
