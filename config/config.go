@@ -121,6 +121,11 @@ type CRMBackend struct {
 	DocTTL             Duration `yaml:"doc_ttl"` // reuse of per-property documents
 	MaxBodyBytes       ByteSize `yaml:"max_body_bytes"`
 	MaxElements        int      `yaml:"max_elements"` // XML elements of one answer
+	// MaxResults caps the limit of a list of this CRM's tenants; 0 (the
+	// default): no cap, the client's limit (or none) goes to the CRM,
+	// which decides, as it did for its own clients. The top-level
+	// max_results does not apply to CRM backends.
+	MaxResults int `yaml:"max_results"`
 }
 
 // Tenant is a client/agency whose users see only its own data.
@@ -134,6 +139,18 @@ type Tenant struct {
 	UpstreamPassword string `yaml:"upstream_password"`
 	// RateLimit bounds the tenant's API requests; nil (the default): none.
 	RateLimit *RateLimit `yaml:"rate_limit"`
+	// Compat holds compatibility switches for the tenant's old clients;
+	// every switch is off by default.
+	Compat Compat `yaml:"compat"`
+}
+
+// Compat are per-tenant compatibility switches for old clients of the
+// legacy API (docs/api.md, "Compatibility switches").
+type Compat struct {
+	// JSONSingleObject writes a JSON collection of exactly one item as
+	// that object instead of a one-element array (clients that read
+	// "property" as an object when one listing matches).
+	JSONSingleObject bool `yaml:"json_single_object"`
 }
 
 // RateLimit is a token bucket: requests_per_second on average, bursts of

@@ -150,7 +150,7 @@ func TestProblemsAreListedAndLocated(t *testing.T) {
 countries: [au, xx]
 backends:
   main: {kind: postgres, dsn: "${PG_DSN}"}
-  crm: {kind: crm, url: "ftp://x", hydrate: sometimes, max_elements: -1}
+  crm: {kind: crm, url: "ftp://x", hydrate: sometimes, max_elements: -1, max_results: -1}
   odd: {kind: oracle}
 tenants:
   a: {backend: missing}
@@ -177,6 +177,7 @@ log: {level: loud}
 		`c.yaml:5: backends.crm.url: invalid url "ftp://x" (want http(s)://host[:port][/path])`,
 		`c.yaml:5: backends.crm.hydrate: invalid value "sometimes" (want auto, always or never)`,
 		`c.yaml:5: backends.crm.max_elements: must not be negative (0: the default)`,
+		`c.yaml:5: backends.crm.max_results: must be between 1 and 100000, or 0 for no cap, got -1`,
 		`c.yaml:6: backends.odd.kind: unknown kind "oracle" (want sqlite, postgres, mysql or crm)`,
 		`c.yaml:8: tenants.a.backend: unknown backend "missing"`,
 		`c.yaml:9: tenants.b.upstream_username: a tenant on a crm backend needs upstream_username and upstream_password`,

@@ -181,6 +181,9 @@ func (c *Config) validate() []problem {
 			if cb.MaxElements < 0 {
 				add(p+".max_elements", "must not be negative (0: the default)")
 			}
+			if cb.MaxResults < 0 || cb.MaxResults > 100000 {
+				add(p+".max_results", "must be between 1 and 100000, or 0 for no cap, got %d", cb.MaxResults)
+			}
 		case b.Kind == "":
 			add(p+".kind", "required (%s)", kindList())
 		default:

@@ -33,7 +33,8 @@
 //     UTF-8, at most 200 bytes, without control characters.
 //   - Numbers are plain decimals (no sign unless negative is allowed, no
 //     exponent, hex, NaN, Inf or underscores) of at most 32 characters.
-//   - The limit is capped at Options.MaxResults and defaults to it; limit=0
+//   - The limit is capped at Options.MaxResults and defaults to it (unless
+//     MaxResults is negative: then it is the query's, or none); limit=0
 //     asks for an empty page. The order always ends with "id" as the
 //     tie-breaker.
 //   - Every invalid parameter is reported at once, one entry each, in the order
@@ -83,7 +84,8 @@ func (d Detail) String() string {
 type Criteria struct {
 	resource Resource
 	detail   Detail
-	limit    int // effective limit, >= 0 (Options.MaxResults when not given)
+	limit    int  // effective limit, >= 0 (Options.MaxResults when not given), or NoLimit
+	capped   bool // limit is Options.MaxResults
 	offset   int
 	order    []string // whitelisted field names; never empty ("id" by default); always ends with "id" as the tie-breaker
 	prop     PropertyFilter
@@ -142,7 +144,20 @@ func (c Criteria) Detail() Detail { return c.detail }
 // Limit returns the effective maximum number of results: the requested limit
 // capped at Options.MaxResults, or MaxResults when none was given. It may be
 // 0 (limit=0): the list is then empty, whatever matches.
+//
+// With Options.MaxResults negative (no cap), it is the limit the query gave,
+// or NoLimit when it gave none: the backend decides, and neither the key nor
+// Values carry a limit.
 func (c Criteria) Limit() int { return c.limit }
+
+// NoLimit is Limit's answer when the query gave no limit and the options
+// set no cap.
+const NoLimit = -1
+
+// Capped reports whether the effective limit is Options.MaxResults: the
+// query asked for more, or gave no limit. A list of that many records may
+// have been cut short.
+func (c Criteria) Capped() bool { return c.capped }
 
 // Offset returns the number of results to skip.
 func (c Criteria) Offset() int { return c.offset }

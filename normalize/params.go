@@ -149,13 +149,30 @@ var params = []paramRow{
 	{
 		names: []string{"limit"}, lists: both, role: always,
 		parse: func(ps *parser, p param, c *Criteria) {
+			n, given := single(ps, p, pageNumber, pageMsg)
+			if ps.o.MaxResults < 0 { // no cap: the client's limit, or none
+				c.limit = NoLimit
+				if given {
+					c.limit = n
+				}
+				return
+			}
 			c.limit = ps.o.maxResults()
-			if n, ok := single(ps, p, pageNumber, pageMsg); ok && n < c.limit {
+			if given && n < c.limit {
 				c.limit = n
 			}
+			c.capped = c.limit == ps.o.maxResults()
 		},
-		key:    func(w *keyWriter, c *Criteria) { w.number("limit", c.limit) },
-		values: func(v url.Values, c *Criteria) { v.Set("limit", strconv.Itoa(c.limit)) },
+		key: func(w *keyWriter, c *Criteria) {
+			if c.limit != NoLimit {
+				w.number("limit", c.limit)
+			}
+		},
+		values: func(v url.Values, c *Criteria) {
+			if c.limit != NoLimit {
+				v.Set("limit", strconv.Itoa(c.limit))
+			}
+		},
 	},
 	{
 		names: []string{"offset"}, lists: both, role: always,

@@ -15,7 +15,9 @@ import (
 // Options bound what a query may ask for. The zero value is ready to use.
 type Options struct {
 	// MaxResults is the effective limit when the query gives none, and the
-	// cap on a limit it gives. Default 1000 when <= 0.
+	// cap on a limit it gives. Default 1000 when 0. Negative: no cap, the
+	// limit is the one the query gives (Limit returns NoLimit without one),
+	// for a backend that applies its own (a legacy CRM).
 	MaxResults int
 	// MaxValues is the largest number of distinct values accepted for one
 	// multi-valued parameter (order excepted: its whitelist bounds it); more
@@ -24,7 +26,7 @@ type Options struct {
 }
 
 func (o Options) maxResults() int {
-	if o.MaxResults <= 0 {
+	if o.MaxResults == 0 {
 		return 1000
 	}
 	return o.MaxResults

@@ -63,6 +63,10 @@ func fillList[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, c
 		if err != nil {
 			return answerOrFail(f, err, msgNotFound)
 		}
+		if c.Capped() && len(items) >= c.Limit() {
+			s.capped.Add(1)
+			s.log.Info("list cut at max_results", "tenant", t.Name, "path", r.URL.Path, "limit", c.Limit())
+		}
 		return appendList(nil, f, items, o), false, nil
 	})
 	return r.cache, err
@@ -124,18 +128,22 @@ func (s *Server) criteria(r *request, res normalize.Resource, parse func(url.Val
 // copies nothing (Criteria is a few hundred bytes).
 func (s *Server) canonical(r *request, res normalize.Resource, parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors)) (_ *normalize.Criteria, memoised bool, _ error) {
 	raw := r.URL.RawQuery
-	c, memoised := s.memo.get(res, raw)
+	norm := s.norm
+	if m := r.who.tenant.MaxResults; m != 0 {
+		norm.MaxResults = m
+	}
+	c, memoised := s.memo.get(res, norm.MaxResults, raw)
 	if !memoised {
 		q, err := parseQuery(raw)
 		if err != nil {
 			return nil, false, err
 		}
-		parsed, errs := parse(q, s.norm)
+		parsed, errs := parse(q, norm)
 		if errs != nil {
 			return nil, false, s.criteriaErrors(r, q, parsed, errs)
 		}
 		c = &parsed
-		s.memo.put(res, raw, c)
+		s.memo.put(res, norm.MaxResults, raw, c)
 	}
 	if c.Detail() == normalize.Full && r.who.perms&PermFull == 0 {
 		return c, memoised, normalize.Errors{{Field: "detail", Message: msgNeedFull}}
@@ -247,7 +255,7 @@ func wantsFull(q url.Values) bool {
 }
 
 func (s *Server) renderOptions(r *request, d normalize.Detail) wire.Options {
-	return wire.Options{Detail: d, Prices: r.who.perms&PermPrices != 0, Location: r.loc}
+	return wire.Options{Detail: d, Prices: r.who.perms&PermPrices != 0, Location: r.loc, SingleObject: r.who.tenant.JSONSingleObject}
 }
 
 // scopeKey names the part of a cache key that depends on the caller's

@@ -17,6 +17,7 @@ type criteriaMemo struct {
 
 type memoKey struct {
 	resource normalize.Resource
+	max      int // normalize.Options.MaxResults: tenants may differ
 	raw      string
 }
 
@@ -25,14 +26,14 @@ const (
 	memoMaxQuery = 2048 // longer queries are parsed every time
 )
 
-func (cm *criteriaMemo) get(res normalize.Resource, raw string) (*normalize.Criteria, bool) {
+func (cm *criteriaMemo) get(res normalize.Resource, max int, raw string) (*normalize.Criteria, bool) {
 	cm.mu.RLock()
-	c, ok := cm.m[memoKey{res, raw}]
+	c, ok := cm.m[memoKey{res, max, raw}]
 	cm.mu.RUnlock()
 	return c, ok
 }
 
-func (cm *criteriaMemo) put(res normalize.Resource, raw string, c *normalize.Criteria) {
+func (cm *criteriaMemo) put(res normalize.Resource, max int, raw string, c *normalize.Criteria) {
 	if len(raw) > memoMaxQuery {
 		return
 	}
@@ -40,6 +41,6 @@ func (cm *criteriaMemo) put(res normalize.Resource, raw string, c *normalize.Cri
 	if cm.m == nil || len(cm.m) >= memoEntries {
 		cm.m = make(map[memoKey]*normalize.Criteria, 256)
 	}
-	cm.m[memoKey{res, raw}] = c
+	cm.m[memoKey{res, max, raw}] = c
 	cm.mu.Unlock()
 }

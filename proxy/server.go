@@ -43,6 +43,14 @@ type Tenant struct {
 	// RateLimit bounds the tenant's API requests (all of them, cache hits
 	// included); past it the answer is 429. The zero Limit: none.
 	RateLimit Limit
+	// MaxResults overrides Options.MaxResults for this tenant: 0 keeps it;
+	// negative means no cap, the limit the client gave (or none) goes to
+	// the backend, which decides (a legacy CRM, as it did for its clients).
+	MaxResults int
+	// JSONSingleObject renders a JSON collection of exactly one item as
+	// that object rather than a one-element array, as some old clients
+	// expect (docs/api.md, compatibility switches). Default off.
+	JSONSingleObject bool
 
 	limiter *rate.Limiter // from RateLimit; nil: no limit
 }
@@ -118,6 +126,11 @@ type ReloadOptions struct {
 	Policy func(resource string) cache.Policy
 }
 
+// CappedLists returns how many backend lists were cut at max_results: a
+// list whose limit was the cap (the client asked for more, or gave none)
+// and that came back full, so more may match. Each is also logged.
+func (s *Server) CappedLists() int64 { return s.capped.Load() }
+
 // Server is the listing API as an http.Handler.
 type Server struct {
 	tenants   map[string]*Tenant
@@ -133,6 +146,7 @@ type Server struct {
 	observe   func(http.ResponseWriter, RequestInfo)
 	date      atomic.Pointer[dateHeader] // the last Date value sent
 	guard     *authGuard                 // bcrypt pool and failure buckets, kept across reloads
+	capped    atomic.Int64               // lists cut at max_results (see CappedLists)
 
 	// live holds what Reload may replace. A request loads it once and
 	// uses that snapshot throughout, so a reload never mixes old users with

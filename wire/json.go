@@ -54,14 +54,15 @@ func jsonIntPtr(dst []byte, key string, v *int) []byte {
 
 func jsonPropertyList(dst []byte, ps []upstream.Property, lv level) []byte {
 	dst = jsonInt(append(dst, `{"properties":{`...), `"count":`, int64(len(ps)))
-	dst = append(dst, `,"property":[`...)
+	dst = jsonOpenItems(dst, `,"property":`, len(ps), lv)
 	for i := range ps {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = jsonProperty(dst, &ps[i], lv)
 	}
-	return append(dst, "]}}\n"...)
+	dst = jsonCloseItems(dst, len(ps), lv)
+	return append(dst, "}}\n"...)
 }
 
 func jsonProperty(dst []byte, p *upstream.Property, lv level) []byte {
@@ -106,12 +107,12 @@ func jsonProperty(dst []byte, p *upstream.Property, lv level) []byte {
 		dst = jsonField(dst, `,"description":`, p.Description)
 	}
 
-	dst = jsonMedia(dst, `,"photos":`, `,"photo":[`, p.PhotoCount, p.Photos, true, lv.full)
-	dst = jsonMedia(dst, `,"virtualtours":`, `,"virtualtour":[`, p.VirtualTourCount, p.VirtualTours, false, lv.full)
-	dst = jsonMedia(dst, `,"floorplans":`, `,"floorplan":[`, p.FloorplanCount, p.Floorplans, false, lv.full)
+	dst = jsonMedia(dst, `,"photos":`, `,"photo":`, p.PhotoCount, p.Photos, true, lv)
+	dst = jsonMedia(dst, `,"virtualtours":`, `,"virtualtour":`, p.VirtualTourCount, p.VirtualTours, false, lv)
+	dst = jsonMedia(dst, `,"floorplans":`, `,"floorplan":`, p.FloorplanCount, p.Floorplans, false, lv)
 
 	dst = jsonInt(append(dst, `,"agents":{`...), `"count":`, int64(len(p.Agents)))
-	dst = append(dst, `,"agent":[`...)
+	dst = jsonOpenItems(dst, `,"agent":`, len(p.Agents), lv)
 	for i, a := range p.Agents {
 		if i > 0 {
 			dst = append(dst, ',')
@@ -120,7 +121,8 @@ func jsonProperty(dst []byte, p *upstream.Property, lv level) []byte {
 		dst = jsonField(dst, `,"name":`, a.Name)
 		dst = append(dst, '}')
 	}
-	dst = append(dst, "]}"...)
+	dst = jsonCloseItems(dst, len(p.Agents), lv)
+	dst = append(dst, '}')
 
 	if lv.full {
 		dst = jsonInt(append(dst, `,"openhomes":{`...), `"count":`, int64(len(p.OpenHomes)))
@@ -149,14 +151,15 @@ func jsonProperty(dst []byte, p *upstream.Property, lv level) []byte {
 	return append(dst, '}')
 }
 
-// jsonMedia appends a media container: its count always, its items (always
-// an array) with full detail. Photos carry a type; tours and floorplans do not.
-func jsonMedia(dst []byte, containerKey, itemsKey string, count int, ms []upstream.Media, typed, full bool) []byte {
+// jsonMedia appends a media container: its count always, its items (an
+// array, see jsonOpenItems) with full detail. Photos carry a type; tours
+// and floorplans do not.
+func jsonMedia(dst []byte, containerKey, itemsKey string, count int, ms []upstream.Media, typed bool, lv level) []byte {
 	dst = jsonInt(append(append(dst, containerKey...), '{'), `"count":`, int64(count))
-	if !full {
+	if !lv.full {
 		return append(dst, '}')
 	}
-	dst = append(dst, itemsKey...)
+	dst = jsonOpenItems(dst, itemsKey, len(ms), lv)
 	for i := range ms {
 		m := &ms[i]
 		if i > 0 {
@@ -171,19 +174,40 @@ func jsonMedia(dst []byte, containerKey, itemsKey string, count int, ms []upstre
 		dst = jsonField(dst, `,"url":`, m.URL)
 		dst = append(dst, '}')
 	}
-	return append(dst, "]}"...)
+	dst = jsonCloseItems(dst, len(ms), lv)
+	return append(dst, '}')
+}
+
+// jsonOpenItems appends the key of a collection's items and opens their
+// array; with the single-object compatibility switch (Options.SingleObject)
+// exactly one item is written as that object, without an array.
+func jsonOpenItems(dst []byte, key string, n int, lv level) []byte {
+	dst = append(dst, key...)
+	if lv.single && n == 1 {
+		return dst
+	}
+	return append(dst, '[')
+}
+
+// jsonCloseItems closes what jsonOpenItems opened.
+func jsonCloseItems(dst []byte, n int, lv level) []byte {
+	if lv.single && n == 1 {
+		return dst
+	}
+	return append(dst, ']')
 }
 
 func jsonAgentList(dst []byte, as []upstream.Agent, lv level) []byte {
 	dst = jsonInt(append(dst, `{"agents":{`...), `"count":`, int64(len(as)))
-	dst = append(dst, `,"agent":[`...)
+	dst = jsonOpenItems(dst, `,"agent":`, len(as), lv)
 	for i := range as {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = jsonAgent(dst, &as[i], lv)
 	}
-	return append(dst, "]}}\n"...)
+	dst = jsonCloseItems(dst, len(as), lv)
+	return append(dst, "}}\n"...)
 }
 
 func jsonAgent(dst []byte, a *upstream.Agent, lv level) []byte {
@@ -201,7 +225,7 @@ func jsonAgent(dst []byte, a *upstream.Agent, lv level) []byte {
 	}
 	dst = jsonInt(append(dst, `,"properties":{`...), `"count":`, int64(a.PropertyCount))
 	if lv.full {
-		dst = append(dst, `,"property":[`...)
+		dst = jsonOpenItems(dst, `,"property":`, len(a.Properties), lv)
 		for i := range a.Properties {
 			pr := &a.Properties[i]
 			if i > 0 {
@@ -215,7 +239,7 @@ func jsonAgent(dst []byte, a *upstream.Agent, lv level) []byte {
 			dst = jsonField(dst, `,"agency_id":`, pr.AgencyID)
 			dst = append(dst, '}')
 		}
-		dst = append(dst, ']')
+		dst = jsonCloseItems(dst, len(a.Properties), lv)
 	}
 	return append(dst, "}}"...)
 }

@@ -84,12 +84,18 @@ type Options struct {
 	// Location is the zone in which last_updated and open-home times are
 	// rendered (the country's zone). Nil means UTC.
 	Location *time.Location
+	// SingleObject is a compatibility switch for old JSON clients: a
+	// collection of exactly one item (property, agent, photo...) is
+	// written as that object instead of a one-element array. XML is
+	// unchanged. Default off: always an array, as the spec says.
+	SingleObject bool
 }
 
 // level is the resolved set of optional parts of a document.
 type level struct {
 	full   bool
 	prices bool
+	single bool // Options.SingleObject
 	loc    *time.Location
 }
 
@@ -98,7 +104,7 @@ func (o Options) level(full bool) level {
 	if loc == nil {
 		loc = time.UTC
 	}
-	return level{full: full, prices: full && o.Prices, loc: loc}
+	return level{full: full, prices: full && o.Prices, single: o.SingleObject, loc: loc}
 }
 
 // Time layouts of docs/wire-format.md.

@@ -199,7 +199,7 @@ func openCRM(_ context.Context, name string, cfg *config.Config, env openEnv) (u
 	c, err := crm.New(crm.Options{
 		BaseURL: b.URL, Credentials: creds, Timeout: b.Timeout.D(), MaxConcurrency: b.MaxConcurrency,
 		MaxBodyBytes: int64(b.MaxBodyBytes), MaxElements: b.MaxElements, Hydrate: mode, HydrateConcurrency: b.HydrateConcurrency,
-		DocTTL: b.DocTTL.D(), Now: env.now, HTTPClient: hc,
+		DocTTL: b.DocTTL.D(), Now: env.now, HTTPClient: hc, Logger: env.log.With("backend", name),
 	})
 	if err != nil {
 		return nil, nil, err

@@ -148,11 +148,18 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	if err := registerBackendReady(reg, backends); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
+	if err := registerCRMFlaws(reg, backends); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
 
 	tenants := make([]proxy.Tenant, 0, len(cfg.Tenants))
 	for _, name := range slices.Sorted(maps.Keys(cfg.Tenants)) {
 		t := cfg.Tenants[name]
-		pt := proxy.Tenant{Name: name, Backend: decorated[t.Backend], BackendName: t.Backend, Upstream: t.UpstreamTenant}
+		pt := proxy.Tenant{Name: name, Backend: decorated[t.Backend], BackendName: t.Backend, Upstream: t.UpstreamTenant,
+			JSONSingleObject: t.Compat.JSONSingleObject}
+		if cb := cfg.Backends[t.Backend].CRM; cb != nil {
+			pt.MaxResults = cmp.Or(cb.MaxResults, -1) // none unless the backend sets one
+		}
 		if rl := t.RateLimit; rl != nil {
 			pt.RateLimit = proxy.Limit{PerSecond: rl.RequestsPerSecond, Burst: rl.Burst}
 			a.metrics.InitTenantLimit(name)
@@ -204,6 +211,9 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		return nil, err
 	}
 	if err := a.metrics.WatchBreakers(a.breakers.States); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	if err := reg.Register(cappedLists(a.srv)); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	// Outermost first: the drain's Connection: close goes on every

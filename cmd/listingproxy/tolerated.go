@@ -1,0 +1,52 @@
+package main
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"listingproxy/proxy"
+	"listingproxy/upstream"
+	"listingproxy/upstream/crm"
+)
+
+// registerCRMFlaws exports listingproxy_crm_tolerated_total{backend,flaw}:
+// the flaws of CRM answers that were served anyway (docs/crm.md, "Tolerated
+// flaws"), each also logged as a warning.
+func registerCRMFlaws(reg prometheus.Registerer, backends map[string]upstream.Backend) error {
+	flaws := []struct {
+		name string
+		read func(crm.Stats) int64
+	}{
+		{"bad_value", func(s crm.Stats) int64 { return s.BadValues }},
+		{"mislabelled_content_type", func(s crm.Stats) int64 { return s.Mislabelled }},
+		{"not_utf8", func(s crm.Stats) int64 { return s.Repaired }},
+	}
+	for _, name := range slices.Sorted(maps.Keys(backends)) {
+		c, ok := backends[name].(*crm.Client)
+		if !ok {
+			continue
+		}
+		for _, f := range flaws {
+			m := prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name:        "listingproxy_crm_tolerated_total",
+				Help:        "Flaws of CRM answers that were served anyway: a value that could not be read, a content type that is not XML, bytes that are not UTF-8.",
+				ConstLabels: prometheus.Labels{"backend": name, "flaw": f.name},
+			}, func() float64 { return float64(f.read(c.Stats())) })
+			if err := reg.Register(m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// cappedLists is listingproxy_lists_capped_total: backend lists cut at
+// max_results (proxy.Server.CappedLists), each also logged.
+func cappedLists(srv *proxy.Server) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "listingproxy_lists_capped_total",
+		Help: "Backend lists cut at max_results: the limit was the cap (the client asked for more, or gave none) and the list came back full.",
+	}, func() float64 { return float64(srv.CappedLists()) })
+}
