@@ -1,0 +1,30 @@
+package redistier
+
+import (
+	"go/build"
+	"strings"
+	"testing"
+)
+
+// TestImports keeps the package to the standard library, cache, go-redis
+// and gobreaker: never proxy, upstream or config.
+func TestImports(t *testing.T) {
+	pkg, err := build.ImportDir(".", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string]bool{
+		"listingproxy/cache":           true,
+		"github.com/redis/go-redis/v9": true,
+		"github.com/sony/gobreaker/v2": true,
+	}
+	for _, imp := range pkg.Imports {
+		first, _, _ := strings.Cut(imp, "/")
+		if !strings.Contains(first, ".") && first != "listingproxy" {
+			continue // standard library
+		}
+		if !allowed[imp] {
+			t.Errorf("redistier imports %s; allowed: the standard library, cache, go-redis, gobreaker", imp)
+		}
+	}
+}

@@ -1,0 +1,93 @@
+package redistier
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"listingproxy/cache"
+)
+
+// format is the first byte of a stored value; a value of another format
+// (a newer or older release during a rolling deploy) is a miss.
+const format = 1
+
+// encode is an entry's stored form: format, generation, stored-at (Unix
+// nanoseconds), negative flag, then the Key's four fields, content type,
+// ETag, body and gzip form, each length-prefixed.
+func encode(k cache.Key, gen uint64, e *cache.Entry) []byte {
+	fields := [...]string{k.Tenant, k.Resource, k.Scope, k.Variant, e.ContentType, e.ETag}
+	n := 1 + 3*binary.MaxVarintLen64 + len(e.Body) + len(e.Gzip) + 8*binary.MaxVarintLen64
+	for _, f := range fields {
+		n += len(f)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, format)
+	b = binary.AppendUvarint(b, gen)
+	b = binary.AppendVarint(b, e.StoredAt.UnixNano())
+	neg := byte(0)
+	if e.Negative {
+		neg = 1
+	}
+	b = append(b, neg)
+	for _, f := range fields {
+		b = binary.AppendUvarint(b, uint64(len(f)))
+		b = append(b, f...)
+	}
+	for _, f := range [...][]byte{e.Body, e.Gzip} {
+		b = binary.AppendUvarint(b, uint64(len(f)))
+		b = append(b, f...)
+	}
+	return b
+}
+
+var errCorrupt = errors.New("redistier: corrupt entry")
+
+// decode returns the entry stored in b if it is k's (nil, 0, nil when it
+// is another key's or of another format).
+func decode(b []byte, k cache.Key) (*cache.Entry, uint64, error) {
+	if len(b) == 0 || b[0] != format {
+		return nil, 0, nil
+	}
+	b = b[1:]
+	gen, n := binary.Uvarint(b)
+	if n <= 0 {
+		return nil, 0, errCorrupt
+	}
+	b = b[n:]
+	at, n := binary.Varint(b)
+	if n <= 0 || len(b) < n+1 {
+		return nil, 0, errCorrupt
+	}
+	neg := b[n] == 1
+	b = b[n+1:]
+	next := func() ([]byte, error) {
+		l, n := binary.Uvarint(b)
+		if n <= 0 || uint64(len(b)-n) < l {
+			return nil, errCorrupt
+		}
+		f := b[n : n+int(l)]
+		b = b[n+int(l):]
+		return f, nil
+	}
+	var f [8][]byte
+	for i := range f {
+		v, err := next()
+		if err != nil {
+			return nil, 0, fmt.Errorf("%w (field %d)", err, i)
+		}
+		f[i] = v
+	}
+	if string(f[0]) != k.Tenant || string(f[1]) != k.Resource || string(f[2]) != k.Scope || string(f[3]) != k.Variant {
+		return nil, 0, nil // another key with the same hash
+	}
+	e := &cache.Entry{
+		ContentType: string(f[4]), ETag: string(f[5]), Body: f[6],
+		Negative: neg, StoredAt: time.Unix(0, at),
+	}
+	if len(f[7]) > 0 {
+		e.Gzip = f[7]
+	}
+	return e, gen, nil
+}

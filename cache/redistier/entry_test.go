@@ -1,0 +1,80 @@
+package redistier
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"listingproxy/cache"
+)
+
+func TestEncodeDecode(t *testing.T) {
+	k := cache.Key{Tenant: "summit", Resource: "properties", Scope: "full|au|json", Variant: "price_max=5"}
+	e := cache.NewEntry([]byte(strings.Repeat(`{"id":1},`, 100)), "application/json", false, time.Unix(1700000000, 123))
+	neg := cache.NewEntry([]byte(`{"error":"not found"}`), "application/json", true, time.Unix(1700000000, 0))
+	tests := []struct {
+		name    string
+		e       *cache.Entry
+		readAs  cache.Key
+		want    *cache.Entry
+		wantGen uint64
+	}{
+		{"entry", e, k, e, 42},
+		{"negative", neg, k, neg, 42},
+		{"another tenant", e, cache.Key{Tenant: "harbour", Resource: k.Resource, Scope: k.Scope, Variant: k.Variant}, nil, 0},
+		{"another scope", e, cache.Key{Tenant: k.Tenant, Resource: k.Resource, Scope: "prices|au|json", Variant: k.Variant}, nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, gen, err := decode(encode(k, 42, tt.e), tt.readAs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" || gen != tt.wantGen {
+				t.Errorf("decode: gen %d (want %d), entry (-want +got):\n%s", gen, tt.wantGen, diff)
+			}
+		})
+	}
+	b := encode(k, 42, e)
+	for _, n := range []int{1, 5, 20, len(b) - 1} {
+		if got, _, err := decode(b[:n], k); err == nil && got != nil {
+			t.Errorf("decode of %d of %d bytes: an entry, want an error or a miss", n, len(b))
+		}
+	}
+}
+
+// TestDocumentedSharedDefaults: the defaults docs/configuration.md lists
+// for cache.shared.* are this package's, the one source of them.
+func TestDocumentedSharedDefaults(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for line := range strings.SplitSeq(string(doc), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 {
+			continue
+		}
+		key := strings.Trim(strings.TrimSpace(cells[1]), "`")
+		switch key {
+		case "cache.shared.key_prefix", "cache.shared.max_entry_bytes", "cache.shared.timeout", "cache.shared.lease":
+			got[key] = strings.TrimSpace(cells[2])
+		}
+	}
+	want := map[string]string{
+		"cache.shared.key_prefix":      DefaultKeyPrefix,
+		"cache.shared.max_entry_bytes": "8MiB",
+		"cache.shared.timeout":         (DefaultTimeout).String(),
+		"cache.shared.lease":           (DefaultLease).String(),
+	}
+	if DefaultMaxEntryBytes != 8<<20 {
+		want["cache.shared.max_entry_bytes"] = "changed: update docs and this test"
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("docs/configuration.md cache.shared defaults (-package +docs):\n%s", diff)
+	}
+}

@@ -1,0 +1,432 @@
+package redistier
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sony/gobreaker/v2"
+
+	"listingproxy/cache"
+)
+
+// Defaults for the zero fields of Options (docs/configuration.md lists
+// them; TestDocumentedSharedDefaults checks it).
+const (
+	DefaultKeyPrefix     = "listingproxy:"
+	DefaultMaxEntryBytes = 8 << 20
+	DefaultTimeout       = 50 * time.Millisecond
+	DefaultLease         = 10 * time.Second
+	// DefaultBreakerFailures failed operations in a row open the breaker
+	// for DefaultBreakerOpenFor.
+	DefaultBreakerFailures = 5
+	DefaultBreakerOpenFor  = 2 * time.Second
+)
+
+// Options configures a Tier. The zero value is usable.
+type Options struct {
+	// KeyPrefix starts every key and channel. Default DefaultKeyPrefix.
+	KeyPrefix string
+	// MaxEntryBytes bounds an entry's body plus gzip form; larger entries
+	// are not written. Default DefaultMaxEntryBytes (8 MiB).
+	MaxEntryBytes int64
+	// Timeout bounds one Redis operation. Default DefaultTimeout (50ms).
+	Timeout time.Duration
+	// Lease is how long a fill lease lasts. Default DefaultLease (10s).
+	Lease time.Duration
+	// Logger receives breaker state changes and subscription trouble.
+	// Default: discard.
+	Logger *slog.Logger
+	// Observe, when set, is called after every Redis operation with its
+	// name (get, claim, set, abandon, purge, covering, sync), duration and
+	// error (nil for success and for a miss): the metrics hook.
+	Observe func(op string, d time.Duration, err error)
+}
+
+// Stats is a snapshot of plain counters since New.
+type Stats struct {
+	// Hits and Misses count Gets answered with an entry or without one;
+	// Errors counts operations that failed (timeouts, Redis down, the
+	// breaker open).
+	Hits, Misses, Errors uint64
+	// Sets counts entries written; Oversize those too large to write.
+	Sets, Oversize uint64
+	// LeaseWaits counts Claims that found another process filling and
+	// waited; PeerFills those that received its entry.
+	LeaseWaits, PeerFills uint64
+	// PurgesSent counts purges recorded; PurgesReceived those delivered
+	// from the subscription (this process's own included).
+	PurgesSent, PurgesReceived uint64
+	// BreakerOpen is true while the breaker refuses operations.
+	BreakerOpen bool
+}
+
+// Tier is the Redis second tier and generations. Create it with New, hand
+// it to cache.New as both Options.SecondTier and Options.Generations, and
+// Close it after the cache.
+type Tier struct {
+	rdb     redis.UniversalClient
+	prefix  string
+	maxSize int64
+	timeout time.Duration
+	lease   time.Duration
+	log     *slog.Logger
+	observe func(string, time.Duration, error)
+	cb      *gobreaker.CircuitBreaker[any]
+
+	filledCh, purgeCh, gensKey, epochKey string
+
+	mu      sync.Mutex
+	waiters map[string][]chan note // by entry ID
+	holding map[string]string      // entry ID -> our lease token
+	apply   func(cache.Purge)
+
+	stop       context.CancelFunc
+	done       chan struct{}
+	subscribed chan struct{} // closed at the first subscription
+	subOnce    sync.Once
+
+	hits, misses, errs, sets, oversize          atomic.Uint64
+	leaseWaits, peerFills, purgesSent, purgesIn atomic.Uint64
+}
+
+// note is what a waiting Claim hears about a fill: done (an entry was
+// written, or the filler dropped its result: claim again) or failed.
+type note struct {
+	failed string // the filler's error; "" when done
+}
+
+// New returns a Tier on rdb. It subscribes to the fleet's notifications
+// when cache.New calls Watch.
+func New(rdb redis.UniversalClient, o Options) *Tier {
+	if o.KeyPrefix == "" {
+		o.KeyPrefix = DefaultKeyPrefix
+	}
+	if o.MaxEntryBytes <= 0 {
+		o.MaxEntryBytes = DefaultMaxEntryBytes
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	t := &Tier{
+		rdb: rdb, prefix: o.KeyPrefix, maxSize: o.MaxEntryBytes, timeout: o.Timeout, lease: o.Lease,
+		log: o.Logger, observe: o.Observe,
+		filledCh: o.KeyPrefix + "filled", purgeCh: o.KeyPrefix + "purge",
+		gensKey: o.KeyPrefix + "{gens}", epochKey: o.KeyPrefix + "{gens}:epoch",
+		waiters: map[string][]chan note{}, holding: map[string]string{},
+		done: make(chan struct{}), subscribed: make(chan struct{}),
+	}
+	t.cb = gobreaker.NewCircuitBreaker[any](gobreaker.Settings{
+		Name:        "redis",
+		MaxRequests: 1,
+		Timeout:     DefaultBreakerOpenFor,
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= DefaultBreakerFailures },
+		OnStateChange: func(_ string, from, to gobreaker.State) {
+			t.log.Warn("redistier: breaker state change", "from", from.String(), "to", to.String())
+		},
+	})
+	return t
+}
+
+// Stats returns the current counters.
+func (t *Tier) Stats() Stats {
+	return Stats{
+		Hits: t.hits.Load(), Misses: t.misses.Load(), Errors: t.errs.Load(),
+		Sets: t.sets.Load(), Oversize: t.oversize.Load(),
+		LeaseWaits: t.leaseWaits.Load(), PeerFills: t.peerFills.Load(),
+		PurgesSent: t.purgesSent.Load(), PurgesReceived: t.purgesIn.Load(),
+		BreakerOpen: t.cb.State() == gobreaker.StateOpen,
+	}
+}
+
+// Subscribed is closed once the tier listens to the fleet (its first
+// subscription, and the recorded purges read): from then on it hears
+// other processes' fills and purges.
+func (t *Tier) Subscribed() <-chan struct{} { return t.subscribed }
+
+// Close stops the subscription. Close the cache first.
+func (t *Tier) Close() {
+	t.mu.Lock()
+	stop := t.stop
+	t.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-t.done
+	}
+}
+
+// do runs one Redis operation within Options.Timeout through the breaker.
+// redis.Nil is a result, not a failure.
+func (t *Tier) do(ctx context.Context, op string, f func(ctx context.Context) error) error {
+	start := time.Now()
+	_, err := t.cb.Execute(func() (any, error) {
+		ctx, cancel := context.WithTimeout(ctx, t.timeout)
+		defer cancel()
+		if err := f(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, err
+		}
+		return nil, nil
+	})
+	if err != nil {
+		t.errs.Add(1)
+		err = fmt.Errorf("redistier: %s: %w", op, err)
+	}
+	if t.observe != nil {
+		t.observe(op, time.Since(start), err)
+	}
+	return err
+}
+
+// id names k's entry: a SHA-256 of every field, length-prefixed.
+func id(k cache.Key) string {
+	h := sha256.New()
+	for _, f := range [...]string{k.Tenant, k.Resource, k.Scope, k.Variant} {
+		h.Write(strconv.AppendInt(nil, int64(len(f)), 10))
+		h.Write([]byte{':'})
+		h.Write([]byte(f))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+func (t *Tier) entryKey(id string) string { return t.prefix + "e:{" + id + "}" }
+func (t *Tier) leaseKey(id string) string { return t.prefix + "l:{" + id + "}" }
+
+// Get implements cache.SecondTier.
+func (t *Tier) Get(ctx context.Context, k cache.Key) (*cache.Entry, uint64, error) {
+	var raw []byte
+	err := t.do(ctx, "get", func(ctx context.Context) (err error) {
+		raw, err = t.rdb.Get(ctx, t.entryKey(id(k))).Bytes()
+		return err
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	if raw == nil {
+		t.misses.Add(1)
+		return nil, 0, nil
+	}
+	e, gen, err := decode(raw, k)
+	if err != nil || e == nil {
+		t.misses.Add(1)
+		return nil, 0, err
+	}
+	t.hits.Add(1)
+	return e, gen, nil
+}
+
+// Claim implements cache.SecondTier: take k's fill lease, or wait for the
+// process that holds it.
+func (t *Tier) Claim(ctx context.Context, k cache.Key) (*cache.Entry, uint64, error) {
+	eid := id(k)
+	for {
+		ch := t.register(eid)
+		token := rand.Text()
+		var took bool
+		var left time.Duration
+		err := t.do(ctx, "claim", func(ctx context.Context) (err error) {
+			took, err = t.rdb.SetNX(ctx, t.leaseKey(eid), token, t.lease).Result()
+			if err == nil && !took {
+				left, err = t.rdb.PTTL(ctx, t.leaseKey(eid)).Result()
+			}
+			return err
+		})
+		if err != nil || took {
+			t.unregister(eid, ch)
+			if took {
+				t.mu.Lock()
+				t.holding[eid] = token
+				t.mu.Unlock()
+			}
+			return nil, 0, nil // load: holding the lease, or Redis cannot coordinate
+		}
+		if left <= 0 {
+			left = t.lease // the lease just went, or has no expiry: try again after a lease
+		}
+		t.leaseWaits.Add(1)
+		timer := time.NewTimer(left)
+		select {
+		case n := <-ch:
+			timer.Stop()
+			if n.failed != "" {
+				return nil, 0, fmt.Errorf("redistier: the fill on another replica failed: %s", n.failed)
+			}
+			if e, gen, err := t.Get(ctx, k); err == nil && e != nil {
+				t.peerFills.Add(1)
+				return e, gen, nil
+			}
+		case <-timer.C: // the filler died or is slow: its lease has expired
+			t.unregister(eid, ch)
+		case <-ctx.Done():
+			timer.Stop()
+			t.unregister(eid, ch)
+			return nil, 0, ctx.Err()
+		}
+	}
+}
+
+func (t *Tier) register(eid string) chan note {
+	ch := make(chan note, 1)
+	t.mu.Lock()
+	t.waiters[eid] = append(t.waiters[eid], ch)
+	t.mu.Unlock()
+	return ch
+}
+
+func (t *Tier) unregister(eid string, ch chan note) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ws := t.waiters[eid]
+	for i, w := range ws {
+		if w == ch {
+			ws = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) == 0 {
+		delete(t.waiters, eid)
+	} else {
+		t.waiters[eid] = ws
+	}
+}
+
+// notify wakes every Claim waiting for eid.
+func (t *Tier) notify(eid string, n note) {
+	t.mu.Lock()
+	ws := t.waiters[eid]
+	delete(t.waiters, eid)
+	t.mu.Unlock()
+	for _, w := range ws {
+		w <- n
+	}
+}
+
+// setScript writes an entry, drops the lease if it is still ours, and
+// tells the fleet. KEYS: entry, lease; ARGV: value, ttl ms, token, channel,
+// message.
+var setScript = redis.NewScript(`
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if redis.call('GET', KEYS[2]) == ARGV[3] then redis.call('DEL', KEYS[2]) end
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return 1`)
+
+// releaseScript drops the lease if it is still ours and tells the fleet.
+// KEYS: lease; ARGV: token, channel, message.
+var releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+redis.call('PUBLISH', ARGV[2], ARGV[3])
+return 1`)
+
+func (t *Tier) token(eid string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tok := t.holding[eid]
+	delete(t.holding, eid)
+	return tok
+}
+
+// Set implements cache.SecondTier.
+func (t *Tier) Set(ctx context.Context, k cache.Key, gen uint64, e *cache.Entry, ttl time.Duration) {
+	eid := id(k)
+	if int64(len(e.Body)+len(e.Gzip)) > t.maxSize {
+		t.oversize.Add(1)
+		t.Abandon(ctx, k, nil)
+		return
+	}
+	tok := t.token(eid)
+	val := encode(k, gen, e)
+	err := t.do(ctx, "set", func(ctx context.Context) error {
+		return setScript.Run(ctx, t.rdb, []string{t.entryKey(eid), t.leaseKey(eid)},
+			val, ttl.Milliseconds()+1, tok, t.filledCh, eid+" ok").Err()
+	})
+	if err == nil {
+		t.sets.Add(1)
+	}
+}
+
+// Abandon implements cache.SecondTier.
+func (t *Tier) Abandon(ctx context.Context, k cache.Key, failed error) {
+	eid := id(k)
+	tok := t.token(eid)
+	msg := eid + " retry"
+	if failed != nil {
+		msg = eid + " fail " + strings.ReplaceAll(failed.Error(), "\n", " ")
+	}
+	_ = t.do(ctx, "abandon", func(ctx context.Context) error {
+		return releaseScript.Run(ctx, t.rdb, []string{t.leaseKey(eid)}, tok, t.filledCh, msg).Err()
+	})
+}
+
+// ClientOptions say how to reach Redis (cmd builds them from
+// cache.shared).
+type ClientOptions struct {
+	// Addrs: one address for a standalone server, several for a cluster,
+	// the Sentinels' with MasterName.
+	Addrs              []string
+	MasterName         string
+	Username, Password string
+	DB                 int
+	// TLS: with TLSEnabled, CAFile (default the system roots),
+	// CertFile and KeyFile (mutual TLS), ServerName (default the host).
+	TLSEnabled                            bool
+	CAFile, CertFile, KeyFile, ServerName string
+	// Timeout bounds dialing and each read and write. Default
+	// DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Dial returns a client for o: standalone, cluster or Sentinel as
+// redis.NewUniversalClient decides from Addrs and MasterName. It does not
+// connect: the first operation does.
+func Dial(o ClientOptions) (redis.UniversalClient, error) {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	uo := &redis.UniversalOptions{
+		Addrs: o.Addrs, MasterName: o.MasterName, Username: o.Username, Password: o.Password, DB: o.DB,
+		// Timeouts are the tier's per-operation bound; retries are its
+		// breaker's business.
+		DialTimeout: max(o.Timeout, 200*time.Millisecond), ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
+		ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1,
+	}
+	if o.TLSEnabled {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.ServerName}
+		if o.CAFile != "" {
+			pem, err := os.ReadFile(o.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("redistier: tls ca_file: %w", err)
+			}
+			tc.RootCAs = x509.NewCertPool()
+			if !tc.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("redistier: tls ca_file %s: no PEM certificate", o.CAFile)
+			}
+		}
+		if o.CertFile != "" {
+			c, err := tls.LoadX509KeyPair(o.CertFile, o.KeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("redistier: tls client certificate: %w", err)
+			}
+			tc.Certificates = []tls.Certificate{c}
+		}
+		uo.TLSConfig = tc
+	}
+	return redis.NewUniversalClient(uo), nil
+}
