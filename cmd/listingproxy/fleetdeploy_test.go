@@ -410,9 +410,8 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Errorf("Service %s: selector %v matches no Deployment's pods", svc.Metadata.Name, sel)
 			continue
 		}
-		tc := target.Spec.Template.Spec.Containers[0]
 		for _, p := range svc.Spec.Ports {
-			if probePort(tc, p.TargetPort) < 0 {
+			if !slices.ContainsFunc(target.Spec.Template.Spec.Containers, func(tc container) bool { return probePort(tc, p.TargetPort) >= 0 }) {
 				t.Errorf("Service %s: targetPort %v is no port of Deployment %s", svc.Metadata.Name, p.TargetPort, target.Metadata.Name)
 			}
 		}
@@ -430,12 +429,13 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Errorf("Service %s has no port %s (cache.shared.addrs %s)", host, p, addr)
 		}
 	}
-	redis := findObject(t, objs, "Deployment", "redis")
-	for _, e := range redis.Spec.Template.Spec.Containers[0].Env {
-		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-			s := findObject(t, objs, "Secret", e.ValueFrom.SecretKeyRef.Name)
-			if _, ok := s.StringData[e.ValueFrom.SecretKeyRef.Key]; !ok {
-				t.Errorf("Deployment redis: env %s reads key %s, which Secret %s lacks", e.Name, e.ValueFrom.SecretKeyRef.Key, s.Metadata.Name)
+	for _, rc := range findObject(t, objs, "Deployment", "redis").Spec.Template.Spec.Containers {
+		for _, e := range rc.Env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				s := findObject(t, objs, "Secret", e.ValueFrom.SecretKeyRef.Name)
+				if _, ok := s.StringData[e.ValueFrom.SecretKeyRef.Key]; !ok {
+					t.Errorf("Deployment redis: env %s reads key %s, which Secret %s lacks", e.Name, e.ValueFrom.SecretKeyRef.Key, s.Metadata.Name)
+				}
 			}
 		}
 	}
