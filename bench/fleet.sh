@@ -82,7 +82,7 @@ start_redis() {
 	for try in 1 2 3 4 5; do
 		redis_port=${want:-$(free_port)}
 		redis-server --bind 127.0.0.1 --port "$redis_port" --save "" --appendonly no \
-			--maxmemory 256mb --maxmemory-policy allkeys-lru \
+			--maxmemory 256mb --maxmemory-policy volatile-lru \
 			>>"$work/redis.log" 2>&1 &
 		redis_pid=$!
 		for i in $(seq 100); do

@@ -430,6 +430,7 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 	}
 	for _, rc := range findObject(t, objs, "Deployment", "redis").Spec.Template.Spec.Containers {
+		checkRedisArgs(t, "Deployment redis", append(slices.Clone(rc.Command), rc.Args...))
 		for _, e := range rc.Env {
 			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
 				s := findObject(t, objs, "Secret", e.ValueFrom.SecretKeyRef.Name)
@@ -445,6 +446,20 @@ func TestKubernetesManifests(t *testing.T) {
 		if img != c.Image {
 			t.Errorf("image %s in compose.yaml, %s in deployment.yaml: want one name", img, c.Image)
 		}
+	}
+}
+
+// checkRedisArgs: the shared tier's Redis is a cache with a memory cap that
+// evicts only keys with an expiry (entries, leases), never the fleet's purge
+// records, which have none (cache/redistier).
+func checkRedisArgs(t *testing.T, where string, args []string) {
+	t.Helper()
+	i := slices.Index(args, "--maxmemory-policy")
+	if i < 0 || i+1 >= len(args) || !strings.HasPrefix(args[i+1], "volatile-") {
+		t.Errorf("%s: arguments %q: want --maxmemory-policy volatile-lru (or another volatile-*): an allkeys policy may evict the purge records", where, args)
+	}
+	if !slices.Contains(args, "--maxmemory") {
+		t.Errorf("%s: arguments %q: want a --maxmemory cap", where, args)
 	}
 }
 
@@ -535,6 +550,7 @@ func TestComposeFile(t *testing.T) {
 			t.Errorf("no service %s", want)
 		}
 	}
+	checkRedisArgs(t, "service redis", services["redis"].Command)
 
 	var apiPort int
 	for _, name := range replicas {
