@@ -237,8 +237,8 @@ type authenticator struct {
 	// verified holds only credentials that passed, in their canonical
 	// spelling, so only a password's holder can add to it; failed holds
 	// recent failures, so a client repeating a wrong header costs no bcrypt.
-	verified *clockMemo[*principal]
-	failed   *clockMemo[struct{}]
+	verified *clockMemo[[32]byte, *principal]
+	failed   *clockMemo[[32]byte, struct{}]
 	flight   singleflight.Group
 }
 
@@ -248,8 +248,8 @@ func newAuthenticator(users []User, tenants map[string]*Tenant, g *authGuard) *a
 		tenants:  tenants,
 		maxName:  minUsernameBound,
 		guard:    g,
-		verified: newClockMemo[*principal](g.verified),
-		failed:   newClockMemo[struct{}](failedEntries),
+		verified: newClockMemo[[32]byte, *principal](g.verified),
+		failed:   newClockMemo[[32]byte, struct{}](failedEntries),
 	}
 	for i := range users {
 		u := users[i]

@@ -75,3 +75,41 @@ func BenchmarkHit(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHitKeys measures a hit among many warm keys, cycled in order:
+// per-hit work must not grow with the number of hot keys (the criteria
+// memo must hold them all, and nothing may be parsed or allocated again).
+// Every key is a distinct query string with the same one-property body, so
+// only the number of keys differs between the cases.
+func BenchmarkHitKeys(b *testing.B) {
+	for _, keys := range []int{1, 10000} {
+		b.Run(fmt.Sprintf("keys-%d", keys), func(b *testing.B) {
+			fb := benchBackend(1)
+			s := newServer(b, fb, proxy.Options{Cache: newCache(b), Now: time.Now})
+			rs := make([]*http.Request, keys)
+			w := &discardWriter{h: http.Header{}}
+			for i := range rs {
+				rs[i] = httptest.NewRequest("GET", fmt.Sprintf("/au/properties.xml?limit=1&offset=%d", i), nil)
+				rs[i].Header.Set("Authorization", basic("harbour"))
+				s.ServeHTTP(w, rs[i]) // fill
+				if w.code != 200 {
+					b.Fatalf("status %d", w.code)
+				}
+				clear(w.h)
+			}
+			filled := fb.Calls()
+			b.ReportAllocs()
+			b.ResetTimer()
+			i := 0
+			for b.Loop() {
+				clear(w.h)
+				s.ServeHTTP(w, rs[i])
+				if i++; i == keys {
+					i = 0
+				}
+			}
+			// Backend calls after the warm-up: entries the cache let go.
+			b.ReportMetric(float64(fb.Calls()-filled)/float64(b.N), "fills/op")
+		})
+	}
+}

@@ -132,7 +132,7 @@ func (s *Server) canonical(r *request, res normalize.Resource, parse func(url.Va
 	if m := r.who.tenant.MaxResults; m != 0 {
 		norm.MaxResults = m
 	}
-	c, memoised := s.memo.get(res, norm.MaxResults, raw)
+	c, memoised := s.memo.get(memoKey{res, norm.MaxResults, raw})
 	if !memoised {
 		q, err := parseQuery(raw)
 		if err != nil {
@@ -143,7 +143,7 @@ func (s *Server) canonical(r *request, res normalize.Resource, parse func(url.Va
 			return nil, false, s.criteriaErrors(r, q, parsed, errs)
 		}
 		c = &parsed
-		s.memo.put(res, norm.MaxResults, raw, c)
+		s.memo.put(memoKey{res, norm.MaxResults, raw}, c)
 	}
 	if c.Detail() == normalize.Full && r.who.perms&PermFull == 0 {
 		return c, memoised, normalize.Errors{{Field: "detail", Message: msgNeedFull}}

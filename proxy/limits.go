@@ -21,24 +21,42 @@ import (
 // for the next request (ristretto's Set is asynchronous and its admission
 // policy may refuse a new key, so a verified header would be hashed with
 // bcrypt again), and a hit as cheap as a map lookup.
-type clockMemo[V any] struct {
-	mu   sync.RWMutex
-	m    map[[32]byte]*clockEntry[V]
-	ring [][32]byte // keys by slot; the hand walks it
-	hand int
-	max  int
+//
+// It also holds the criteria memo (memo.go), keyed by raw query string and
+// bounded in bytes as well as in entries: an entry's cost is what costOf
+// estimates (1 when costOf is nil), and the hand evicts until the new
+// entry fits the budget.
+type clockMemo[K comparable, V any] struct {
+	mu     sync.RWMutex
+	m      map[K]*clockEntry[K, V]
+	ring   []*clockEntry[K, V] // entries by slot (nil: free); the hand walks it
+	free   []int               // free slots below len(ring)
+	hand   int
+	max    int // slots
+	budget int // total cost
+	used   int
+	costOf func(K, V) int
 }
 
-type clockEntry[V any] struct {
+type clockEntry[K comparable, V any] struct {
+	k    K
 	v    V
+	cost int
 	used atomic.Bool
 }
 
-func newClockMemo[V any](size int) *clockMemo[V] {
-	return &clockMemo[V]{m: make(map[[32]byte]*clockEntry[V]), max: max(size, 1)}
+// newClockMemo holds up to size entries.
+func newClockMemo[K comparable, V any](size int) *clockMemo[K, V] {
+	return newClockMemoCost[K, V](size, size, nil)
 }
 
-func (c *clockMemo[V]) get(k [32]byte) (V, bool) {
+// newClockMemoCost holds up to size entries whose costs add up to at most
+// budget; an entry costing more than the budget is not kept.
+func newClockMemoCost[K comparable, V any](size, budget int, costOf func(K, V) int) *clockMemo[K, V] {
+	return &clockMemo[K, V]{m: make(map[K]*clockEntry[K, V]), max: max(size, 1), budget: max(budget, 1), costOf: costOf}
+}
+
+func (c *clockMemo[K, V]) get(k K) (V, bool) {
 	c.mu.RLock()
 	e := c.m[k]
 	c.mu.RUnlock()
@@ -52,33 +70,57 @@ func (c *clockMemo[V]) get(k [32]byte) (V, bool) {
 	return e.v, true
 }
 
-func (c *clockMemo[V]) put(k [32]byte, v V) {
+func (c *clockMemo[K, V]) put(k K, v V) {
+	cost := 1
+	if c.costOf != nil {
+		cost = c.costOf(k, v)
+	}
+	if cost > c.budget {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m[k] != nil {
 		return // an entry is immutable once published (readers hold it unlocked); the old one is as good
 	}
-	if len(c.ring) < c.max {
-		c.ring = append(c.ring, k)
-		c.m[k] = &clockEntry[V]{v: v}
-		return
+	for c.used+cost > c.budget || (len(c.free) == 0 && len(c.ring) == c.max) {
+		c.evict()
 	}
+	e := &clockEntry[K, V]{k: k, v: v, cost: cost}
+	if n := len(c.free); n > 0 {
+		c.ring[c.free[n-1]] = e
+		c.free = c.free[:n-1]
+	} else {
+		c.ring = append(c.ring, e)
+	}
+	c.m[k] = e
+	c.used += cost
+}
+
+// evict frees one slot: the first entry at or after the hand not used
+// since the hand last passed it. The caller holds the write lock and
+// c.m is not empty.
+func (c *clockMemo[K, V]) evict() {
 	for {
-		old := c.m[c.ring[c.hand]]
-		if old.used.Load() {
-			old.used.Store(false)
-			c.hand = (c.hand + 1) % c.max
+		i := c.hand
+		c.hand = (c.hand + 1) % len(c.ring)
+		e := c.ring[i]
+		if e == nil {
 			continue
 		}
-		delete(c.m, c.ring[c.hand])
-		c.ring[c.hand] = k
-		c.m[k] = &clockEntry[V]{v: v}
-		c.hand = (c.hand + 1) % c.max
+		if e.used.Load() {
+			e.used.Store(false)
+			continue
+		}
+		delete(c.m, e.k)
+		c.ring[i] = nil
+		c.free = append(c.free, i)
+		c.used -= e.cost
 		return
 	}
 }
 
-func (c *clockMemo[V]) len() int {
+func (c *clockMemo[K, V]) len() int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return len(c.m)

@@ -140,7 +140,7 @@ type Server struct {
 	now       func() time.Time
 	log       *slog.Logger
 	mux       *http.ServeMux
-	memo      criteriaMemo
+	memo      *criteriaMemo
 	scopes    map[scopeKey]string // cache-key scopes, by permissions, country and format
 	tracer    trace.Tracer        // nil: no spans
 	observe   func(http.ResponseWriter, RequestInfo)
@@ -182,6 +182,7 @@ func New(users []User, tenants []Tenant, o Options) (*Server, error) {
 		now:       o.Now,
 		log:       o.Logger,
 		observe:   o.Observe,
+		memo:      newCriteriaMemo(),
 	}
 	if o.TracerProvider != nil {
 		s.tracer = o.TracerProvider.Tracer("listingproxy/proxy")

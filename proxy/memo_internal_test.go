@@ -1,0 +1,87 @@
+package proxy
+
+import (
+	"fmt"
+	"net/url"
+	"runtime"
+	"testing"
+
+	"listingproxy/normalize"
+)
+
+// TestClockMemoBudget: a memo bounded in cost evicts until a new entry
+// fits, never holds more than its budget, keeps the entries used since the
+// hand last passed, and refuses an entry costing more than the budget.
+func TestClockMemoBudget(t *testing.T) {
+	m := newClockMemoCost(100, 10, func(k string, v int) int { return v })
+	for i := range 5 {
+		m.put(fmt.Sprint("a", i), 2) // 10 of 10
+	}
+	if _, ok := m.get("a0"); !ok { // used: survives the next eviction
+		t.Fatal("a0 missing before any eviction")
+	}
+	m.put("big", 4) // evicts a1 and a2 (a0 was used)
+	for k, want := range map[string]bool{"a0": true, "a1": false, "a2": false, "a3": true, "a4": true, "big": true} {
+		if _, ok := m.get(k); ok != want {
+			t.Errorf("%s present = %v, want %v", k, ok, want)
+		}
+	}
+	if m.used > m.budget {
+		t.Errorf("used %d > budget %d", m.used, m.budget)
+	}
+	m.put("huge", 11)
+	if _, ok := m.get("huge"); ok {
+		t.Error("an entry costing more than the budget was kept")
+	}
+	for i := range 1000 { // churn: the budget and the slot count hold throughout
+		m.put(fmt.Sprint("c", i), 1+i%3)
+		if m.used > m.budget || len(m.m) > m.max || len(m.ring) > m.max {
+			t.Fatalf("after %d puts: used %d, %d entries, %d slots", i, m.used, len(m.m), len(m.ring))
+		}
+	}
+}
+
+// TestCriteriaMemoCost: memoCost does not underestimate what an entry
+// holds on the heap, so memoBytes bounds the memo's share of the memory
+// limit. Heap sizes are read after a collection; nothing here is timed.
+func TestCriteriaMemoCost(t *testing.T) {
+	const n = 5000
+	for _, tc := range []struct{ name, query string }{
+		{"short", "limit=1&offset=%d"},
+		{"filters", "detail=full&limit=22&offset=%d&order=price&status=current&category=residential&bedrooms=3&suburb=bondi"},
+		{"ids", "ids=%d,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			m := newCriteriaMemo()
+			cost := 0
+			for i := range n {
+				raw := fmt.Sprintf(tc.query, i)
+				q, err := url.ParseQuery(raw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c, errs := normalize.ParseProperties(q, normalize.Options{MaxResults: 1000})
+				if errs != nil {
+					t.Fatalf("%s: %v", raw, errs)
+				}
+				k := memoKey{normalize.Properties, 1000, raw}
+				cost += memoCost(k, &c)
+				m.put(k, &c)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+			t.Logf("%d entries hold %d B (%d B each), estimated %d B (%d B each)", m.len(), held, held/n, cost, cost/n)
+			if m.len() != n {
+				t.Fatalf("memo holds %d, want %d", m.len(), n)
+			}
+			if held > int64(cost) {
+				t.Errorf("%d entries hold %d B, more than the %d B memoCost estimates", n, held, cost)
+			}
+			runtime.KeepAlive(m)
+		})
+	}
+}
