@@ -54,28 +54,22 @@ func (s *Store) explain(ctx context.Context, sc upstream.Scope, c normalize.Crit
 	}
 	r := requestOf(c.Property(), c)
 	var b strings.Builder
-	if len(r.filter.AgentIDs) > 0 {
-		q := s.scopeAgentsQuery(tenant, sc.Country, r.filter.AgentIDs)
-		plan, err := s.explainQuery(ctx, q)
+	if ids := r.filter.AgentIDs; len(ids) > 0 {
+		plan, err := s.explainQuery(ctx, s.agentPropertiesQuery(tenant, sc.Country, ids))
 		if err != nil {
 			return "", err
 		}
-		b.WriteString("statement scope_agents:\n" + plan)
+		b.WriteString("statement agent_properties:\n" + plan)
 		ok, err := s.resolveAgents(ctx, tenant, sc.Country, &r)
-		if err != nil {
-			return "", err
+		if err != nil || !ok {
+			return b.String(), err
 		}
-		if len(r.filter.AgentIDs) > 0 {
-			plan, err := s.explainQuery(ctx, s.agentPropertiesQuery(r.filter.AgentIDs))
+		if len(r.linked) == 0 {
+			plan, err := s.explainQuery(ctx, s.scopeAgentsQuery(tenant, sc.Country, ids))
 			if err != nil {
 				return "", err
 			}
-			b.WriteString("statement agent_properties:\n" + plan)
-		}
-		if !ok {
-			return b.String(), nil
-		}
-		if len(r.linked) == 0 {
+			b.WriteString("statement scope_agents:\n" + plan)
 			fmt.Fprintf(&b, "%s: more than %d links: the walk below checks each row's agents\n", denseAgentsNote, s.maxLinked)
 		}
 	}

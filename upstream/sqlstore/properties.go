@@ -113,23 +113,25 @@ func (s *Store) properties(ctx context.Context, sc upstream.Scope, r propertyReq
 const defaultMaxLinked = 2000
 
 // resolveAgents turns the agent_id filter of r into what the page statement
-// can use cheaply, in two short statements, and reports false when the page
-// is empty for sure (no property statement need run):
+// can use cheaply, and reports false when the page is empty for sure (no
+// property statement need run). An agent_id names an agent of the caller's
+// tenant and country, as the caller sees agents (GetAgent, ListAgents): ids
+// of other tenants or countries, or of no agent, match nothing.
 //
-//  1. scope_agents keeps the ids of agents of the tenant and country, as
-//     the caller sees agents (GetAgent, ListAgents): an agent_id names an
-//     agent of the caller's scope, and ids of other tenants or countries, or
-//     of no agent, match nothing. One index probe per id.
-//  2. agent_properties reads at most Store.maxLinked+1 of those agents' links
-//     (index property_agents_agent). At most maxLinked: they are all the
-//     candidates, set in r.linked, and the page statement looks up just
-//     those properties by id (p.id IN (...)), in any order and at any
-//     offset. More: the agents list many properties (more than 1 in 125
-//     of a scope of 250,000), and the page statement walks the scope in
-//     the requested order and checks each row's links (property_agents
-//     primary key) until the page is full: about (offset+limit) x S/links
-//     rows for a scope of S properties, 2,500 at most for a first page of
-//     20 at a million properties.
+//  1. agent_properties reads at most Store.maxLinked+1 links of those of
+//     the ids that are agents of the scope (one probe of agents per id, then
+//     index property_agents_agent). None: the page is empty, so ids of
+//     another tenant or of no agent cost their probes and nothing more. At
+//     most maxLinked: they are all the candidates, set in r.linked, and the
+//     page statement looks up just those properties by id (p.id IN (...)),
+//     in any order and at any offset.
+//  2. More: the agents list many properties (more than 1 in 125 of a scope
+//     of 250,000). scope_agents keeps the ids of agents of the scope, and
+//     the page statement walks the scope in the requested order and checks
+//     each row's links (property_agents primary key) until the page is
+//     full: about (offset+limit) x S/links rows for a scope of S
+//     properties, 2,500 at most for a first page of 20 at a million
+//     properties.
 //
 // The walk alone (an EXISTS per row, as before) read the whole scope for an
 // agent with few properties, and for ids of another tenant or of no agent;
@@ -139,25 +141,9 @@ func (s *Store) resolveAgents(ctx context.Context, tenant int64, country string,
 	if len(r.filter.AgentIDs) == 0 {
 		return true, nil
 	}
-	var agents []int64
-	err := s.each(ctx, "scope_agents", s.scopeAgentsQuery(tenant, country, r.filter.AgentIDs), func(rows *sql.Rows) error {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return err
-		}
-		agents = append(agents, id)
-		return nil
-	})
-	if err != nil {
-		return false, err
-	}
-	r.filter.AgentIDs = agents // a new slice: the caller's criteria are untouched
-	if len(agents) == 0 {
-		return false, nil
-	}
 	seen := map[int64]bool{}
 	links := 0
-	err = s.each(ctx, "agent_properties", s.agentPropertiesQuery(agents), func(rows *sql.Rows) error {
+	err := s.each(ctx, "agent_properties", s.agentPropertiesQuery(tenant, country, r.filter.AgentIDs), func(rows *sql.Rows) error {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
 			return err
@@ -169,14 +155,28 @@ func (s *Store) resolveAgents(ctx context.Context, tenant int64, country string,
 	if err != nil {
 		return false, err
 	}
-	if links > s.maxLinked {
-		return true, nil // dense: the page statement walks the scope
-	}
-	if len(seen) == 0 {
+	switch {
+	case links == 0: // no agent of the scope, or none with a property
 		return false, nil
+	case links <= s.maxLinked:
+		r.linked = slices.Sorted(maps.Keys(seen))
+		return true, nil
 	}
-	r.linked = slices.Sorted(maps.Keys(seen))
-	return true, nil
+	// Dense: the walk checks each row against the agents of the scope.
+	var agents []int64
+	err = s.each(ctx, "scope_agents", s.scopeAgentsQuery(tenant, country, r.filter.AgentIDs), func(rows *sql.Rows) error {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		agents = append(agents, id)
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	r.filter.AgentIDs = agents // a new slice: the caller's criteria are untouched
+	return len(agents) > 0, nil
 }
 
 // pageFrom is the FROM item of the page and geo statements of r: the one of
@@ -194,8 +194,8 @@ func (s *Store) pageFrom(r propertyRequest) string {
 	return from
 }
 
-// scopeAgentsQuery is the first statement of resolveAgents: the ids, of
-// ids, of agents of the tenant and country (index agents_tc_id).
+// scopeAgentsQuery is the statement of resolveAgents for the dense case:
+// the ids, of ids, of agents of the tenant and country (index agents_tc_id).
 func (s *Store) scopeAgentsQuery(tenant int64, country string, ids []int64) *query {
 	q := newQuery(s.d)
 	q.add("SELECT a.id FROM agents a WHERE a.tenant_id = ", q.arg(tenant), " AND a.country = ", q.arg(country),
@@ -203,13 +203,14 @@ func (s *Store) scopeAgentsQuery(tenant int64, country string, ids []int64) *que
 	return q
 }
 
-// agentPropertiesQuery is the second statement of resolveAgents: up to
-// s.maxLinked+1 properties linked to agents (index property_agents_agent),
-// with repeats when a property has several of them.
-func (s *Store) agentPropertiesQuery(agents []int64) *query {
+// agentPropertiesQuery is the first statement of resolveAgents: up to
+// s.maxLinked+1 properties linked to those of ids that are agents of the
+// tenant and country (agents_tc_id or the primary key, then
+// property_agents_agent), with repeats when a property has several of them.
+func (s *Store) agentPropertiesQuery(tenant int64, country string, ids []int64) *query {
 	q := newQuery(s.d)
-	q.add("SELECT pa.property_id FROM property_agents pa WHERE ", in(q, "pa.agent_id", agents),
-		" LIMIT ", q.arg(s.maxLinked+1))
+	q.add("SELECT pa.property_id FROM agents a JOIN property_agents pa ON pa.agent_id = a.id WHERE a.tenant_id = ",
+		q.arg(tenant), " AND a.country = ", q.arg(country), " AND ", in(q, "a.id", ids), " LIMIT ", q.arg(s.maxLinked+1))
 	return q
 }
 
