@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"sync"
 	"time"
 )
 
@@ -38,6 +39,13 @@ type Entry struct {
 	Meta any
 }
 
+// gzipWriters recycles gzip writers between fills: a new writer at the
+// default level allocates and clears about 800 KB of compressor state,
+// which cost more CPU than compressing a 45 KB body (docs/performance.md,
+// "Misses"). A pool rather than a field because NewEntry is a function of
+// its arguments, like the recorders' pool in telemetry.
+var gzipWriters sync.Pool
+
 // NewEntry builds an Entry, computing its ETag and gzip form once.
 func NewEntry(body []byte, contentType string, negative bool, now time.Time) *Entry {
 	sum := sha256.Sum256(body)
@@ -55,10 +63,17 @@ func NewEntry(body []byte, contentType string, negative bool, now time.Time) *En
 	if len(body) >= MinGzipSize {
 		var buf bytes.Buffer
 		buf.Grow(len(body) / 3)
-		zw := gzip.NewWriter(&buf)
+		zw, _ := gzipWriters.Get().(*gzip.Writer)
+		if zw == nil {
+			zw = gzip.NewWriter(&buf)
+		} else {
+			zw.Reset(&buf)
+		}
 		// Writes to a bytes.Buffer cannot fail.
 		_, _ = zw.Write(body)
 		_ = zw.Close()
+		zw.Reset(nil) // drop buf
+		gzipWriters.Put(zw)
 		if buf.Len() < len(body) {
 			e.Gzip = bytes.Clone(buf.Bytes())
 		}

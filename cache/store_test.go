@@ -63,6 +63,33 @@ func TestNewEntry(t *testing.T) {
 	}
 }
 
+// TestNewEntryGzipConcurrent: entries built at once on many goroutines
+// (which share recycled gzip writers) each hold the gzip form of their own
+// body, byte for byte what a fresh writer makes.
+func TestNewEntryGzipConcurrent(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	const n = 64
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		bodies[i] = bytes.Repeat(fmt.Appendf(nil, "<property><id>%d</id></property>", i), 50+i)
+	}
+	entries := make([]*Entry, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { entries[i] = NewEntry(bodies[i], "application/xml", false, t0) })
+	}
+	wg.Wait()
+	for i, e := range entries {
+		var want bytes.Buffer
+		zw := gzip.NewWriter(&want)
+		_, _ = zw.Write(bodies[i])
+		_ = zw.Close()
+		if !bytes.Equal(e.Gzip, want.Bytes()) {
+			t.Errorf("body %d: gzip form of %d bytes differs from a fresh writer's %d", i, len(e.Gzip), want.Len())
+		}
+	}
+}
+
 func TestOutcomeString(t *testing.T) {
 	want := map[Outcome]string{
 		Miss: "miss", Hit: "hit", Stale: "stale", StaleIfError: "stale-if-error",
