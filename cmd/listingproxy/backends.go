@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -195,16 +194,19 @@ func openCRM(_ context.Context, name string, cfg *config.Config, env openEnv) (u
 	if err != nil {
 		return nil, nil, err
 	}
-	hc, closeIdle := crmHTTPClient(b, env.tp)
+	var wrap func(http.RoundTripper) http.RoundTripper
+	if env.tp != nil {
+		wrap = func(rt http.RoundTripper) http.RoundTripper { return telemetry.Transport(rt, env.tp) }
+	}
 	c, err := crm.New(crm.Options{
 		BaseURL: b.URL, Credentials: creds, Timeout: b.Timeout.D(), MaxConcurrency: b.MaxConcurrency,
 		MaxBodyBytes: int64(b.MaxBodyBytes), MaxElements: b.MaxElements, Hydrate: mode, HydrateConcurrency: b.HydrateConcurrency,
-		DocTTL: b.DocTTL.D(), Now: env.now, HTTPClient: hc, Logger: env.log.With("backend", name),
+		DocTTL: b.DocTTL.D(), Now: env.now, WrapTransport: wrap, Logger: env.log.With("backend", name),
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	return c, closeIdle, nil
+	return c, c.Close, nil
 }
 
 // openSQL opens a sqlite, postgres or mysql backend. A database down at
@@ -228,39 +230,6 @@ func openSQL(ctx context.Context, name string, cfg *config.Config, env openEnv) 
 		return nil, nil, err
 	}
 	return st, func() { st.Close() }, nil
-}
-
-// crmHTTPClient is the CRM client's HTTP client when tracing is on: the
-// transport crm.New would build for b (tuned to its concurrency and
-// timeout), with client spans and W3C trace context. Nil when tracing is
-// off (crm.New then builds its own).
-func crmHTTPClient(b *config.CRMBackend, tp trace.TracerProvider) (*http.Client, func()) {
-	if tp == nil {
-		return nil, func() {}
-	}
-	timeout := cmpDuration(b.Timeout.D(), crm.DefaultTimeout)
-	maxConc := b.MaxConcurrency
-	if maxConc <= 0 {
-		maxConc = crm.DefaultMaxConcurrency
-	}
-	base := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          2 * maxConc,
-		MaxIdleConnsPerHost:   maxConc,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   timeout,
-		ExpectContinueTimeout: time.Second,
-	}
-	return &http.Client{Transport: telemetry.Transport(base, tp)}, base.CloseIdleConnections
-}
-
-func cmpDuration(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
 }
 
 // seedIfEmpty creates the schema and loads the demo data into an empty

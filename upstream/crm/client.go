@@ -120,6 +120,11 @@ type Options struct {
 	// http.DefaultClient). Its Timeout field should be zero: the Client sets
 	// deadlines per call.
 	HTTPClient *http.Client
+	// WrapTransport, when set and HTTPClient is nil, wraps the Client's own
+	// tuned transport (cmd adds client spans and trace context here), so
+	// the caller need not build a second one. Close still releases the
+	// transport's idle connections. Nil: the transport as it is.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// Now returns the current time; it drops ended open homes and ages
 	// cached documents. Default time.Now.
 	Now func() time.Time
@@ -273,7 +278,11 @@ func New(o Options) (*Client, error) {
 			// (Timeout) bounds headers and body together.
 			ExpectContinueTimeout: time.Second,
 		}
-		c.hc = &http.Client{Transport: c.transport}
+		var rt http.RoundTripper = c.transport
+		if o.WrapTransport != nil {
+			rt = o.WrapTransport(rt)
+		}
+		c.hc = &http.Client{Transport: rt}
 	}
 	return c, nil
 }

@@ -2,8 +2,10 @@ package crm
 
 import (
 	"errors"
+	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	_ "time/tzdata"
@@ -561,5 +563,32 @@ func TestInvalidCountry(t *testing.T) {
 	}
 	if f.total() != 0 {
 		t.Errorf("the CRM was called")
+	}
+}
+
+// roundTripFunc is an http.RoundTripper of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestWrapTransport: the wrapper sees every call, over the Client's own
+// transport, which Close still owns.
+func TestWrapTransport(t *testing.T) {
+	f := newFakeCRM(t, serveFixtures(t))
+	var calls atomic.Int32
+	c := newTestClient(t, f, Options{WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+		if _, ok := rt.(*http.Transport); !ok {
+			t.Errorf("wrapped %T, want the Client's own *http.Transport", rt)
+		}
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			calls.Add(1)
+			return rt.RoundTrip(r)
+		})
+	}})
+	if _, err := c.listProperties(t.Context(), harbourAU, url.Values{}, normalize.Short, "k"); err != nil {
+		t.Fatalf("listProperties: %v", err)
+	}
+	if calls.Load() != 1 || c.transport == nil {
+		t.Errorf("wrapper saw %d calls (own transport %v), want 1 over the Client's own", calls.Load(), c.transport != nil)
 	}
 }
