@@ -1,0 +1,544 @@
+package wire
+
+import (
+	"encoding/xml"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A Document is a legacy answer kept as it was sent, for pass-through
+// (docs/crm.md, "Pass-through"): every element and attribute in document
+// order, known or not, and every text as written (numbers, dates, inner
+// whitespace, mixed content such as <br/> inside a description). Only
+// comments, processing instructions and the XML declaration are dropped;
+// CDATA becomes text (it is written escaped, with the same meaning).
+//
+// A Document is built by ReadDocument from a Tokens source, which bounds it
+// (upstream/crm's decoder: size, elements, depth, time); it costs about
+// three times its XML. It is changed only by Filter and written by
+// AppendDocumentXML and AppendDocumentJSON.
+type Document struct {
+	Root *Element
+}
+
+// Element is one element of a Document.
+type Element struct {
+	Name  string // local name
+	Attrs []xml.Attr
+	Kids  []Node // in document order
+}
+
+// Node is a child of an Element: an element, or text when Elem is nil.
+type Node struct {
+	Elem *Element
+	Text string
+}
+
+// ReadDocument reads a whole document from d.
+func ReadDocument(d Tokens) (*Document, error) {
+	start, err := rootElement(d)
+	if err != nil {
+		return nil, err
+	}
+	root, err := readElement(d, start)
+	if err != nil {
+		return nil, err
+	}
+	if err := finish(d); err != nil {
+		return nil, err
+	}
+	return &Document{Root: root}, nil
+}
+
+func readElement(d Tokens, start xml.StartElement) (*Element, error) {
+	e := &Element{Name: start.Name.Local}
+	for _, a := range start.Attr {
+		if a.Name.Space == "xmlns" || a.Name.Local == "xmlns" {
+			continue
+		}
+		e.Attrs = append(e.Attrs, xml.Attr{Name: xml.Name{Local: a.Name.Local}, Value: a.Value})
+	}
+	for {
+		t, err := d.Token()
+		if err != nil {
+			return nil, unexpectedEOF(err)
+		}
+		switch t := t.(type) {
+		case xml.StartElement:
+			k, err := readElement(d, t)
+			if err != nil {
+				return nil, err
+			}
+			e.Kids = append(e.Kids, Node{Elem: k})
+		case xml.CharData:
+			if n := len(e.Kids); n > 0 && e.Kids[n-1].Elem == nil {
+				e.Kids[n-1].Text += string(t) // text around a dropped comment
+			} else {
+				e.Kids = append(e.Kids, Node{Text: string(t)})
+			}
+		case xml.EndElement:
+			return e, nil
+		}
+	}
+}
+
+// Attr returns the value of e's attribute name, and whether it has one.
+func (e *Element) Attr(name string) (string, bool) {
+	for _, a := range e.Attrs {
+		if a.Name.Local == name {
+			return a.Value, true
+		}
+	}
+	return "", false
+}
+
+// SetAttr sets e's attribute name, in place when e has it, else last.
+func (e *Element) SetAttr(name, value string) {
+	for i := range e.Attrs {
+		if e.Attrs[i].Name.Local == name {
+			e.Attrs[i].Value = value
+			return
+		}
+	}
+	e.Attrs = append(e.Attrs, xml.Attr{Name: xml.Name{Local: name}, Value: value})
+}
+
+// Elements returns e's child elements named name (all of them when name is
+// "").
+func (e *Element) Elements(name string) []*Element {
+	var out []*Element
+	for _, k := range e.Kids {
+		if k.Elem != nil && (name == "" || k.Elem.Name == name) {
+			out = append(out, k.Elem)
+		}
+	}
+	return out
+}
+
+// Text returns e's own text, as written, without surrounding space.
+func (e *Element) Text() string {
+	var b strings.Builder
+	for _, k := range e.Kids {
+		if k.Elem == nil {
+			b.WriteString(k.Text)
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// hasElements reports whether e has child elements.
+func (e *Element) hasElements() bool {
+	for _, k := range e.Kids {
+		if k.Elem != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// remove drops e's children for which drop is true, with the space that
+// indented them, and returns how many it dropped.
+func (e *Element) remove(drop func(*Element) bool) int {
+	n := 0
+	out := e.Kids[:0]
+	for _, k := range e.Kids {
+		if k.Elem != nil && drop(k.Elem) {
+			n++
+			if l := len(out); l > 0 && out[l-1].Elem == nil && strings.TrimSpace(out[l-1].Text) == "" {
+				out = out[:l-1]
+			}
+			continue
+		}
+		if l := len(out); l > 0 && k.Elem == nil && out[l-1].Elem == nil {
+			out[l-1].Text += k.Text // the text on both sides of what was dropped
+			continue
+		}
+		out = append(out, k)
+	}
+	clear(e.Kids[len(out):])
+	e.Kids = out
+	return n
+}
+
+// AppendDocumentXML appends doc as XML: the declaration, then every element
+// and text as read, escaped as the writers escape (docs/wire-format.md).
+func AppendDocumentXML(dst []byte, doc *Document) []byte {
+	dst = append(dst, xmlHeader...)
+	dst = appendElementXML(dst, doc.Root)
+	return append(dst, '\n')
+}
+
+func appendElementXML(dst []byte, e *Element) []byte {
+	dst = append(dst, '<')
+	dst = append(dst, e.Name...)
+	for _, a := range e.Attrs {
+		dst = xmlAttr(dst, a.Name.Local, a.Value)
+	}
+	if len(e.Kids) == 0 {
+		return append(dst, "/>"...)
+	}
+	dst = append(dst, '>')
+	for _, k := range e.Kids {
+		if k.Elem != nil {
+			dst = appendElementXML(dst, k.Elem)
+		} else {
+			dst = appendXMLText(dst, k.Text)
+		}
+	}
+	dst = append(dst, "</"...)
+	dst = append(dst, e.Name...)
+	return append(dst, '>')
+}
+
+// PassOptions say what a caller may see of a pass-through document.
+type PassOptions struct {
+	// Full and Prices are the caller's permissions. A caller without
+	// Prices never sees price_from or price_to.
+	Full, Prices bool
+	// Unknown allows elements and attributes the wire format does not name,
+	// in a full-detail record: true when the caller's permissions are no
+	// narrower than the upstream user's (whose answer the document is).
+	Unknown bool
+	// Extra names unknown elements and attributes every caller may see
+	// (tenants.NAME.extra_fields).
+	Extra map[string]bool
+	// Now and Location drop open homes that have ended (their end is a
+	// wall-clock time of Location). A zero Now keeps them all.
+	Now      time.Time
+	Location *time.Location
+}
+
+// Filter removes from a full-detail record document what o's caller may not
+// see and what the spec drops, and fixes the counts it changes: raw prices
+// without Prices, unknown elements and attributes of records unless allowed,
+// open homes that have ended. Everything else is left as the legacy wrote it.
+// Filter changes doc; problems (an open-home end that cannot be read: the
+// open home is kept) go to report, which may be nil.
+func Filter(doc *Document, o PassOptions, report func(Problem)) {
+	root := doc.Root
+	switch root.Name {
+	case "properties", "agents":
+		item := containers[root.Name]
+		for _, r := range root.Elements(item) {
+			filterRecord(r, o, report)
+		}
+		root.SetAttr("count", strconv.Itoa(len(root.Elements(item))))
+	case "property", "agent":
+		filterRecord(root, o, report)
+	}
+}
+
+// known are the element names the wire format gives inside records, by
+// record; attributes likewise.
+var (
+	knownPropertyElems = setOf("agency_id", "approved", "address", "status", "latitude", "longitude", "price",
+		"price_from", "price_to", "category", "property_type", "suburb", "area", "region", "bedrooms", "bathrooms",
+		"floor_size", "lot_size", "built_in", "description", "photos", "photo", "virtualtours", "virtualtour",
+		"floorplans", "floorplan", "agents", "agent", "openhomes", "openhome", "start", "end")
+	knownAgentElems = setOf("name", "username", "phone", "after_hours_phone", "mobile_phone", "email",
+		"description", "photo", "website_url", "properties", "property", "address", "agency_id")
+	knownAttrs = setOf("id", "last_updated", "display", "count", "thumbnail", "type", "caption", "position")
+)
+
+func setOf(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+func filterRecord(r *Element, o PassOptions, report func(Problem)) {
+	known := knownPropertyElems
+	if r.Name == "agent" {
+		known = knownAgentElems
+	}
+	allowed := func(name string, knownSet map[string]bool) bool {
+		return knownSet[name] || o.Unknown || o.Extra[name]
+	}
+	// The record, its containers and their items are filtered; the
+	// content of any other element (a description with <br/>, an allowed
+	// unknown element) is text and passes whole.
+	filterAttrs := func(e *Element) {
+		attrs := e.Attrs[:0]
+		for _, a := range e.Attrs {
+			if allowed(a.Name.Local, knownAttrs) {
+				attrs = append(attrs, a)
+			}
+		}
+		clear(e.Attrs[len(attrs):])
+		e.Attrs = attrs
+	}
+	var walk func(e *Element)
+	walk = func(e *Element) {
+		e.remove(func(k *Element) bool {
+			return !allowed(k.Name, known) || !o.Prices && (k.Name == "price_from" || k.Name == "price_to")
+		})
+		for _, k := range e.Elements("") {
+			if !known[k.Name] {
+				continue // an allowed unknown element passes whole
+			}
+			filterAttrs(k)
+			if _, container := containers[k.Name]; container || items[k.Name] {
+				walk(k)
+			} else if !o.Unknown {
+				keepMarkup(k)
+			}
+		}
+	}
+	filterAttrs(r)
+	walk(r)
+	if ohs := r.Elements("openhomes"); len(ohs) == 1 && !o.Now.IsZero() {
+		loc := o.Location
+		if loc == nil {
+			loc = time.UTC
+		}
+		f := fields{record: r.Name + " " + strconv.Quote(attrOf(r, "id")), report: report}
+		ohs[0].remove(func(oh *Element) bool {
+			end := firstText(oh, "end")
+			t, ok := f.localTime("openhome end", end, loc)
+			return ok && !t.IsZero() && t.Before(o.Now)
+		})
+		ohs[0].SetAttr("count", strconv.Itoa(len(ohs[0].Elements("openhome"))))
+	}
+}
+
+// markupTags are the inline markup a legacy text may carry (a description
+// with <br/>): inside a known value they pass through, without attributes,
+// to callers who may not see unknown elements; any other element there is
+// removed with its content.
+var markupTags = setOf("br", "p", "b", "i", "em", "strong", "u", "ul", "ol", "li")
+
+func keepMarkup(e *Element) {
+	e.remove(func(k *Element) bool { return !markupTags[k.Name] })
+	for _, k := range e.Elements("") {
+		clear(k.Attrs)
+		k.Attrs = nil
+		keepMarkup(k)
+	}
+}
+
+func attrOf(e *Element, name string) string { v, _ := e.Attr(name); return v }
+
+func firstText(e *Element, name string) string {
+	if ks := e.Elements(name); len(ks) > 0 {
+		return ks[0].Text()
+	}
+	return ""
+}
+
+// errNotDocument is returned by the JSON writer for a root it cannot map.
+var errNotDocument = fmt.Errorf("%w: not a listing document", ErrRoot)
+
+// AppendDocumentJSON appends doc as JSON by the spec's rules
+// (docs/wire-format.md, "Pass-through JSON"): every value a string; an
+// element with attributes or child elements an object, attributes first;
+// an element's own text under a key named by the table textKeys (its own
+// name by default); the items of a collection (a container with a count
+// attribute, or the children of one repeated name) as {"count", item: [...]};
+// full says whether media and agent-property items are listed. single
+// is Options.SingleObject.
+func AppendDocumentJSON(dst []byte, doc *Document, full, single bool) ([]byte, error) {
+	root := doc.Root
+	lv := level{full: full, single: single}
+	switch root.Name {
+	case "properties", "agents":
+		dst = append(append(append(dst, `{"`...), root.Name...), `":`...)
+		dst = jsonCollection(dst, root, containers[root.Name], lv, true)
+		return append(dst, "}\n"...), nil
+	case "property", "agent", "error", "errors":
+		dst = append(append(append(dst, `{"`...), root.Name...), `":`...)
+		dst = jsonElement(dst, root, "", lv)
+		return append(dst, "}\n"...), nil
+	}
+	return dst, errNotDocument
+}
+
+// containers are the collections of the wire format and their items; a
+// container lists its items in short detail too when listedShort says so.
+var (
+	containers  = map[string]string{"photos": "photo", "virtualtours": "virtualtour", "floorplans": "floorplan", "agents": "agent", "openhomes": "openhome", "properties": "property", "errors": "error"}
+	items       = setOf("photo", "virtualtour", "floorplan", "agent", "openhome", "property", "error")
+	listedShort = setOf("agents", "errors")
+	textKeys    = map[string]string{"photo": "url", "virtualtour": "url", "floorplan": "url", "agent": "name"}
+)
+
+// jsonElement appends the JSON value of e, a child of parent.
+func jsonElement(dst []byte, e *Element, parent string, lv level) []byte {
+	if item, ok := containers[e.Name]; ok && (e.hasElements() || hasAttr(e, "count")) {
+		return jsonCollection(dst, e, item, lv, lv.full || listedShort[e.Name])
+	}
+	if item, ok := unknownCollection(e); ok {
+		return jsonCollection(dst, e, item, lv, true)
+	}
+	if len(e.Attrs) == 0 && !e.hasElements() {
+		if e.Name == "price_to" && e.Text() == "" {
+			return append(dst, "null"...)
+		}
+		return jsonString(dst, e.Text())
+	}
+	if len(e.Attrs) == 0 && isMarkup(e) {
+		return jsonString(dst, innerXML(e))
+	}
+	dst = append(dst, '{')
+	first := true
+	key := func(k string) {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = jsonString(dst, k)
+		dst = append(dst, ':')
+	}
+	// The spec puts a property's last_updated after its agency_id (the
+	// third key): an attribute written after the first child when that
+	// child is agency_id.
+	kids := e.Elements("")
+	deferLU := len(kids) > 0 && kids[0].Name == "agency_id" && hasAttr(e, "last_updated")
+	attrs := e.Attrs
+	if items[e.Name] && e.Name != "property" && e.Name != "agent" { // media: the spec's key order
+		attrs = slices.Clone(attrs)
+		slices.SortStableFunc(attrs, func(a, b xml.Attr) int { return mediaRank(a.Name.Local) - mediaRank(b.Name.Local) })
+	}
+	for _, a := range attrs {
+		if deferLU && a.Name.Local == "last_updated" {
+			continue
+		}
+		key(a.Name.Local)
+		dst = jsonString(dst, a.Value)
+	}
+	if !e.hasElements() {
+		tk := textKeys[e.Name]
+		if tk == "" || e.Name == "photo" && parent == "agent" {
+			tk = e.Name
+		}
+		key(tk)
+		dst = jsonString(dst, e.Text())
+		return append(dst, '}')
+	}
+	// Children by name, in order of first appearance; a repeated name is
+	// an array.
+	var names []string
+	groups := map[string][]*Element{}
+	for _, k := range e.Elements("") {
+		if _, ok := groups[k.Name]; !ok {
+			names = append(names, k.Name)
+		}
+		groups[k.Name] = append(groups[k.Name], k)
+	}
+	for i, n := range names {
+		if i == 1 && deferLU {
+			key("last_updated")
+			dst = jsonString(dst, attrOf(e, "last_updated"))
+		}
+		key(n)
+		if g := groups[n]; len(g) > 1 {
+			dst = append(dst, '[')
+			for i, k := range g {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = jsonElement(dst, k, e.Name, lv)
+			}
+			dst = append(dst, ']')
+		} else {
+			dst = jsonElement(dst, g[0], e.Name, lv)
+		}
+	}
+	if deferLU && len(names) == 1 {
+		key("last_updated")
+		dst = jsonString(dst, attrOf(e, "last_updated"))
+	}
+	return append(dst, '}')
+}
+
+// jsonCollection appends {"count": N, item: [...]} for container e; list
+// says whether items are listed (media in short detail are not).
+func jsonCollection(dst []byte, e *Element, item string, lv level, list bool) []byte {
+	items := e.Elements(item)
+	count, ok := e.Attr("count")
+	if !ok {
+		count = strconv.Itoa(len(items))
+	}
+	dst = jsonField(append(dst, '{'), `"count":`, count)
+	if !list {
+		return append(dst, '}')
+	}
+	one := len(items) == 1 && (item == "openhome" || item == "error")
+	if one {
+		dst = append(append(append(dst, `,"`...), item...), `":`...)
+		dst = jsonElement(dst, items[0], e.Name, lv)
+		return append(dst, '}')
+	}
+	dst = jsonOpenItems(dst, `,"`+item+`":`, len(items), lv)
+	for i, k := range items {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonElement(dst, k, e.Name, lv)
+	}
+	dst = jsonCloseItems(dst, len(items), lv)
+	return append(dst, '}')
+}
+
+// mediaRank orders a media item's attributes as the spec's JSON keys:
+// thumbnail, type, caption, position, then any other in document order.
+func mediaRank(name string) int {
+	switch name {
+	case "thumbnail":
+		return 0
+	case "type":
+		return 1
+	case "caption":
+		return 2
+	case "position":
+		return 3
+	}
+	return 4
+}
+
+func hasAttr(e *Element, name string) bool { _, ok := e.Attr(name); return ok }
+
+// unknownCollection reports whether e, an element the wire format does not
+// name, is a collection: its children share one name, the singular of e's
+// ("videos" of "video"), and it has no text of its own.
+func unknownCollection(e *Element) (item string, ok bool) {
+	kids := e.Elements("")
+	if len(kids) == 0 || kids[0].Name+"s" != e.Name || isMarkup(e) {
+		return "", false
+	}
+	for _, k := range kids {
+		if k.Name != kids[0].Name {
+			return "", false
+		}
+	}
+	return kids[0].Name, true
+}
+
+// isMarkup reports whether e's children are inline markup inside text
+// (<br/>, <b>...): mixed content, written to JSON as its inner XML.
+func isMarkup(e *Element) bool {
+	text := false
+	for _, k := range e.Kids {
+		if k.Elem == nil && strings.TrimSpace(k.Text) != "" {
+			text = true
+		}
+	}
+	return text
+}
+
+// innerXML is e's content as XML, as written.
+func innerXML(e *Element) string {
+	var dst []byte
+	for _, k := range e.Kids {
+		if k.Elem != nil {
+			dst = appendElementXML(dst, k.Elem)
+		} else {
+			dst = appendXMLText(dst, k.Text)
+		}
+	}
+	return strings.TrimSpace(string(dst))
+}
