@@ -190,6 +190,9 @@ func (s *Store) flight(ctx context.Context, h uint64, k Key, gen uint64, p Polic
 			return res, err
 		} else if e != nil && tg >= s.genOf(k).fill {
 			s.st.peerFills.Add(1)
+			if s.adopt != nil {
+				s.adopt(e)
+			}
 			s.store(h, k, tg, e, p)
 			res.entry = e
 			return res, nil
@@ -229,6 +232,9 @@ func (s *Store) fromTier(ctx context.Context, h uint64, k Key, p Policy, fromGet
 	age := now.Sub(e.StoredAt)
 	if tg < g.hard || age >= p.lifetime(e) {
 		return false
+	}
+	if s.adopt != nil {
+		s.adopt(e)
 	}
 	s.store(h, k, tg, e, p)
 	current := tg >= g.fill

@@ -64,6 +64,10 @@ type Options struct {
 	// Generations records purges for, and delivers purges from, other
 	// processes. Default: this process alone.
 	Generations Generations
+	// Adopt, when set, is called once on each entry the SecondTier
+	// returns, before the Store shares it: the place to attach the Meta a
+	// Loader would have attached. Default: none.
+	Adopt func(*Entry)
 }
 
 // Store is a read-through cache of rendered responses. It is safe for
@@ -81,6 +85,7 @@ type Store struct {
 
 	tier        SecondTier
 	generations Generations
+	adopt       func(*Entry)
 
 	group singleflight.Group
 	bg    tracker // flights and background refreshes in progress
@@ -182,7 +187,7 @@ func New(o Options) (*Store, error) {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
 	s.c = c
-	s.tier, s.generations = o.SecondTier, o.Generations
+	s.tier, s.generations, s.adopt = o.SecondTier, o.Generations, o.Adopt
 	if s.tier == nil {
 		s.tier = noTier{}
 	}

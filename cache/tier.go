@@ -17,6 +17,8 @@ import (
 type SecondTier interface {
 	// Get returns the entry stored for k and the generation its fill
 	// started at (see Generations), or a nil Entry when there is none.
+	// The Entry is the caller's own (not shared): Options.Adopt may set
+	// its Meta.
 	Get(ctx context.Context, k Key) (*Entry, uint64, error)
 	// Claim is called on a second-tier miss, before the loader. It
 	// returns a nil Entry and a nil error when this process should load k

@@ -29,8 +29,12 @@ func (t *memTier) Get(_ context.Context, k Key) (*Entry, uint64, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.gets++
-	v := t.m[k]
-	return v.e, v.gen, nil
+	v, ok := t.m[k]
+	if !ok {
+		return nil, 0, nil
+	}
+	c := *v.e // as a shared store would: an Entry of its own
+	return &c, v.gen, nil
 }
 
 func (t *memTier) Claim(context.Context, Key) (*Entry, uint64, error) { return nil, 0, nil }
@@ -111,7 +115,7 @@ func fleet(t *testing.T, n int) ([]*Store, *fakeClock, *memTier, *memGenerations
 	clock, tier, gens := newClock(), newMemTier(), &memGenerations{}
 	stores := make([]*Store, n)
 	for i := range stores {
-		stores[i] = newStore(t, Options{Now: clock.Now, SecondTier: tier, Generations: gens})
+		stores[i] = newStore(t, Options{Now: clock.Now, SecondTier: tier, Generations: gens, Adopt: func(e *Entry) { e.Meta = "adopted" }})
 	}
 	return stores, clock, tier, gens
 }
@@ -134,8 +138,11 @@ func TestSecondTierServesOtherStoresFills(t *testing.T) {
 	}
 	clock.Advance(pol.TTL / 2)
 	b, o, err := s[1].Get(context.Background(), k, pol, mustNotLoad(t))
-	if err != nil || o != Hit || b != a {
+	if err != nil || o != Hit || b.ETag != a.ETag || !b.StoredAt.Equal(a.StoredAt) || body(b) != body(a) {
 		t.Fatalf("second store's Get = %q, %v, %v; want the first store's entry as a hit", body(b), o, err)
+	}
+	if b.Meta != "adopted" || a.Meta != nil {
+		t.Errorf("Meta: read %v, filled %v; want Options.Adopt applied to the entry read only", b.Meta, a.Meta)
 	}
 	gets := tier.gets
 	if _, o, _ := s[1].Get(context.Background(), k, pol, mustNotLoad(t)); o != Hit || tier.gets != gets {

@@ -72,6 +72,12 @@ func (h *entryHeaders) ageValue(age time.Duration) []string {
 	return a.value
 }
 
+// PrepareEntry attaches to e the precomputed header values the proxy's
+// loaders attach at fill time. cmd passes it as cache.Options.Adopt, so an
+// entry read from the shared tier is served by a first-tier hit as cheaply
+// as one this process filled.
+func PrepareEntry(e *cache.Entry) { e.Meta = newEntryHeaders(e) }
+
 func newEntryHeaders(e *cache.Entry) *entryHeaders {
 	h := &entryHeaders{
 		contentType: []string{e.ContentType},

@@ -192,7 +192,16 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		Auth: authOptions(cfg),
 	}
 	if !cfg.Cache.Disabled {
-		a.cache, err = cache.New(cache.Options{MaxBytes: int64(cfg.Cache.MaxBytes), Now: now, Logger: log, TracerProvider: tp})
+		co := cache.Options{MaxBytes: int64(cfg.Cache.MaxBytes), Now: now, Logger: log, TracerProvider: tp}
+		if sh := cfg.Cache.Shared; sh != nil {
+			tier, closeTier, err := sharedTier(sh, log, reg)
+			if err != nil {
+				return nil, fmt.Errorf("cache.shared: %w", err)
+			}
+			a.closers = append(a.closers, closeTier) // after the cache's Close
+			co.SecondTier, co.Generations, co.Adopt = tier, tier, proxy.PrepareEntry
+		}
+		a.cache, err = cache.New(co)
 		if err != nil {
 			return nil, fmt.Errorf("cache: %w", err)
 		}
@@ -478,12 +487,19 @@ func purgeHandler(cfg *config.Config, store *cache.Store, purged func(telemetry.
 			http.Error(w, fmt.Sprintf("unknown mode %q (want soft, the default, or hard)", m), http.StatusBadRequest)
 			return
 		}
-		store.Purge(tenant, resource, mode)
+		// With cache.shared the purge reaches every replica; when Redis
+		// cannot record it, it applied here only: 503, so that the
+		// operator (or their script) retries.
+		fleetErr := store.PurgeContext(r.Context(), cache.Purge{Tenant: tenant, Resource: resource, Mode: mode})
 		kind := "tenant"
 		if resource != "" {
 			kind = "resource"
 		}
 		purged(telemetry.Purge{Source: "admin", Kind: kind, Mode: mode.String(), Tenant: tenant, Target: resource})
+		if fleetErr != nil {
+			http.Error(w, fmt.Sprintf("purged tenant=%s resource=%s mode=%s on this replica only: the shared tier could not record it for the fleet (%v); retry", tenant, orAll(resource), mode, fleetErr), http.StatusServiceUnavailable)
+			return
+		}
 		fmt.Fprintf(w, "purged tenant=%s resource=%s mode=%s\n", tenant, orAll(resource), mode)
 	})
 }

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"crypto/rand"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// fleetApps wires two replicas of the demo configuration sharing the test
+// Redis under a key prefix of their own (cache.shared), or skips.
+func fleetApps(t *testing.T) (a, b *app) {
+	t.Helper()
+	addr := os.Getenv("LISTINGPROXY_TEST_REDIS_ADDR")
+	if addr == "" {
+		t.Skip("LISTINGPROXY_TEST_REDIS_ADDR is not set: set it to a Redis host:port (CI does) to run the fleet tests")
+	}
+	path := demoConfig(t)
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := "  fill_timeout: 10s\n  shared:\n    addrs: [\"" + addr + "\"]\n    key_prefix: \"lptest:" + rand.Text()[:10] + ":\"\n"
+	s := strings.Replace(string(src), "  fill_timeout: 10s\n", shared, 1)
+	if s == string(src) {
+		t.Fatal("config.yaml has no cache.fill_timeout line to add cache.shared after")
+	}
+	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a = newAppFrom(t, path) // seeds the demo database
+	b = newAppFrom(t, path)
+	return a, b
+}
+
+// TestFleetSharesBodiesAndPurges: through the HTTP surface of two
+// replicas, one's fill is the other's hit with the same body and ETag; other
+// tenants and permission levels get their own bodies; an admin purge on one
+// replica reaches the other.
+func TestFleetSharesBodiesAndPurges(t *testing.T) {
+	a, b := fleetApps(t)
+	const target = "/au/properties.json?limit=2"
+	first := demoGet(t, a.handler, "harbour", target)
+	if cs := first.Header().Get("Cache-Status"); !strings.Contains(cs, "miss") {
+		t.Fatalf("replica a, first request: Cache-Status %q, want a miss", cs)
+	}
+	second := demoGet(t, b.handler, "harbour", target)
+	type resp struct{ Status, CacheStatus, ETag, Body string }
+	view := func(w *httptest.ResponseRecorder) resp {
+		return resp{w.Result().Status, w.Header().Get("Cache-Status"), w.Header().Get("ETag"), w.Body.String()}
+	}
+	want := view(first)
+	want.CacheStatus = "listingproxy; hit"
+	if diff := cmp.Diff(want, view(second)); diff != "" {
+		t.Errorf("replica b, same request (-want +got):\n%s", diff)
+	}
+	// Another permission level or tenant is another key: its own fill,
+	// never this body read through Redis.
+	for _, user := range []string{"harbour-noprice", "summit"} {
+		if cs := demoGet(t, b.handler, user, target).Header().Get("Cache-Status"); !strings.Contains(cs, "miss") {
+			t.Errorf("%s on replica b: Cache-Status %q, want a miss (its own fill)", user, cs)
+		}
+	}
+	if w := demoGet(t, a.handler, "summit", target); w.Body.String() == first.Body.String() {
+		t.Error("summit was served harbour's body")
+	}
+
+	if w := adminPurge(b, "tenant=harbour&mode=hard", "admin", "admin-demo"); w.Code != 200 {
+		t.Fatalf("purge on replica b: %d %q", w.Code, w.Body)
+	}
+	eventually(t, "the purge to reach replica a", func() bool { return a.cache.Stats().PurgesReceived >= 1 })
+	if cs := demoGet(t, a.handler, "harbour", target).Header().Get("Cache-Status"); !strings.Contains(cs, "miss") {
+		t.Errorf("replica a after the purge on b: Cache-Status %q, want a miss", cs)
+	}
+	if cs := demoGet(t, a.handler, "summit", target).Header().Get("Cache-Status"); cs != "listingproxy; hit" {
+		t.Errorf("summit on replica a after harbour's purge: Cache-Status %q, want a hit (from the tier)", cs)
+	}
+
+	m := httptest.NewRecorder()
+	a.admin.ServeHTTP(m, httptest.NewRequest("GET", "/metrics", nil))
+	for _, name := range []string{"listingproxy_shared_cache_hits_total", "listingproxy_shared_cache_purges_received_total", "listingproxy_shared_cache_operation_seconds_bucket"} {
+		if !strings.Contains(m.Body.String(), name) {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+}
