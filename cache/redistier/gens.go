@@ -196,17 +196,35 @@ func (t *Tier) deliver(p cache.Purge) {
 }
 
 // sync delivers every recorded purge: a record FILL:HARD is a soft purge
-// at FILL and a hard one at HARD.
+// at FILL and a hard one at HARD. It runs when the subscription (re)starts,
+// often while the breaker is still open after an outage, so it bypasses
+// the breaker and, until it succeeds, retries with a backoff.
 func (t *Tier) sync(ctx context.Context) {
-	var recs map[string]string
-	err := t.do(ctx, "sync", func(ctx context.Context) (err error) {
-		recs, err = t.rdb.HGetAll(ctx, t.gensKey).Result()
-		return err
-	})
-	if err != nil {
-		t.log.Warn("redistier: reading the fleet's purges failed; they apply when the subscription comes back", "err", err)
-		return
+	backoff := 50 * time.Millisecond
+	for {
+		start := time.Now()
+		rctx, cancel := context.WithTimeout(ctx, max(t.timeout, time.Second))
+		recs, err := t.rdb.HGetAll(rctx, t.gensKey).Result()
+		cancel()
+		if t.observe != nil {
+			t.observe("sync", time.Since(start), err)
+		}
+		if err == nil {
+			t.deliverAll(recs)
+			return
+		}
+		t.errs.Add(1)
+		t.log.Warn("redistier: reading the fleet's purges failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
 	}
+}
+
+func (t *Tier) deliverAll(recs map[string]string) {
 	for f, r := range recs {
 		p, ok := parseField(f)
 		fill, hard, ok2 := parseRecord(r)
