@@ -129,12 +129,9 @@ func (t *Tier) listen(ctx context.Context, ps *redis.PubSub) {
 		}
 		if err != nil {
 			t.log.Debug("redistier: subscription", "err", err)
-			select {
-			case <-ctx.Done():
+			if !pause(ctx, &backoff) {
 				return
-			case <-time.After(backoff):
 			}
-			backoff = min(2*backoff, time.Second)
 			continue
 		}
 		backoff = 50 * time.Millisecond
@@ -215,13 +212,22 @@ func (t *Tier) sync(ctx context.Context) {
 		}
 		t.errs.Add(1)
 		t.log.Warn("redistier: reading the fleet's purges failed; retrying", "err", err)
-		select {
-		case <-ctx.Done():
+		if !pause(ctx, &backoff) {
 			return
-		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, time.Second)
 	}
+}
+
+// pause waits *backoff, then doubles it up to a second; false when ctx
+// ended first.
+func pause(ctx context.Context, backoff *time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(*backoff):
+	}
+	*backoff = min(2**backoff, time.Second)
+	return true
 }
 
 func (t *Tier) deliverAll(recs map[string]string) {
