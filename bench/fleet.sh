@@ -16,7 +16,9 @@
 #      spread over the replicas (one per key for the fleet when the tier works);
 #   2. second-tier hit latency p50/p99 next to a first-tier hit's;
 #   3. the hit ratio of a Zipf workload on 1 replica and on all of them;
-#   4. failed requests under load while Redis is killed (SIGKILL) and restarted.
+#   4. failed requests under load while Redis is killed (SIGKILL) and restarted;
+#   5. once the replicas' shared-tier breakers have closed, a new cold burst
+#      (one CRM call again when they rejoined the fleet).
 # Knobs: REPLICAS=3 LATENCY=200ms BURST=300 TIER_ROUNDS=5 TIER_KEYS=20
 # ZIPF_N=3000 ZIPF_KEYS=500 LOAD_SECONDS=9 LOAD_C=16 BENCH_TIMEOUT=600.
 set -euo pipefail
@@ -183,5 +185,18 @@ sleep "$third"
 start_redis "$redis_port"
 echo "  redis restarted at ~$((2 * third))s (pid $redis_pid)"
 wait "$load_pid"
+echo
+echo "== 5. after Redis's restart: the replicas rejoin (shared-tier breakers closed), then a cold burst =="
+# metric ADMIN NAME: the sum of NAME's samples on a replica's /metrics.
+metric() { curl -fsS "$1/metrics" | awk -v n="$2" '$1 == n || index($1, n "{") == 1 { s += $2 } END { print s + 0 }'; }
+start=$SECONDS
+for i in $(seq 600); do
+	open=0
+	for a in "${admins[@]}"; do open=$((open + $(metric "$a" listingproxy_shared_cache_breaker_open))); done
+	[ "$open" = 0 ] && break
+	sleep 0.1
+done
+echo "  shared-tier breakers open: $open, ~$((SECONDS - start))s after the load ended"
+"$load" burst -urls "$all" -crm "$crm" -n "$BURST" -base 600000
 echo
 echo "replica errors logged (level=ERROR lines, per replica): $(for r in $(seq "$REPLICAS"); do grep -cE 'level=ERROR|"level":"ERROR"' "$work/r$r/err" || true; done | paste -sd' ')"
