@@ -14,8 +14,9 @@
 //	fleetload zipf -urls A[,B,C] [-n 3000] [-keys 500] [-s 1.1] -crm URL
 //	    a Zipf workload over the replicas: hit ratio = 1 - CRM calls/requests.
 //	fleetload load -urls A,B,C [-duration 9s] [-c 16] [-keys 200]
-//	    steady load for a fixed time; one line per second (ok, failed) and
-//	    the totals. Failed: a transport error or a status other than 200.
+//	    steady load for a fixed time; one line per second (ok, failed, the
+//	    slowest answer, by the second the request started) and the totals.
+//	    Failed: a transport error (-timeout included) or a status but 200.
 //
 // Every key is a distinct list page of tenant summit (-path-format, with %d
 // the key number plus -base), so runs with distinct -base never share a
@@ -384,10 +385,14 @@ func (c *common) zipf(ctx context.Context, w io.Writer, n, keys, conc int, s flo
 }
 
 func (c *common) load(ctx context.Context, w io.Writer, d time.Duration, conc, keys int, seed uint64) error {
-	ctx, cancel := context.WithTimeout(ctx, d)
+	// New requests start until d has passed; those in flight then finish
+	// (or fail at -timeout) and count, so a stall shows as latency or a
+	// failure instead of vanishing at the end of the run.
+	run, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	const maxSeconds = 3600
 	var ok, failed [maxSeconds]atomic.Int64
+	var slowest [maxSeconds]atomic.Int64 // nanoseconds, by the second the request started
 	var total tally
 	t0 := time.Now()
 	var wg sync.WaitGroup
@@ -395,18 +400,22 @@ func (c *common) load(ctx context.Context, w io.Writer, d time.Duration, conc, k
 		rnd := rand.New(rand.NewPCG(seed, uint64(i)))
 		z := rand.NewZipf(rnd, 1.1, 1, uint64(keys-1))
 		wg.Go(func() {
-			for j := 0; ctx.Err() == nil; j++ {
+			for j := 0; run.Err() == nil; j++ {
 				u := c.urls[(i+j)%len(c.urls)] + c.keyPath(int(z.Uint64()))
-				code, took, err := c.get(ctx, u)
-				if ctx.Err() != nil {
-					return // the run's end cut this request short: not a failure
-				}
-				total.add(code, took, err)
 				sec := min(int(time.Since(t0)/time.Second), maxSeconds-1)
+				start := time.Now()
+				code, took, err := c.get(ctx, u)
+				total.add(code, took, err)
 				if err != nil || code != http.StatusOK {
 					failed[sec].Add(1)
 				} else {
 					ok[sec].Add(1)
+				}
+				for el := int64(time.Since(start)); ; {
+					cur := slowest[sec].Load()
+					if el <= cur || slowest[sec].CompareAndSwap(cur, el) {
+						break
+					}
 				}
 			}
 		})
@@ -414,10 +423,11 @@ func (c *common) load(ctx context.Context, w io.Writer, d time.Duration, conc, k
 	wg.Wait()
 	for sec := range min(int(d/time.Second)+1, maxSeconds) {
 		if o, f := ok[sec].Load(), failed[sec].Load(); o+f > 0 {
-			fmt.Fprintf(w, "  %3ds: ok %6d failed %d\n", sec, o, f)
+			fmt.Fprintf(w, "  %3ds: ok %6d failed %d slowest %s\n", sec, o, f, round(time.Duration(slowest[sec].Load())))
 		}
 	}
-	fmt.Fprintf(w, "load: %s, %d concurrent over %d replicas, %d keys: %d requests, %d failed; %s\n",
-		d, conc, len(c.urls), keys, total.requests, total.failed, &total)
+	slices.Sort(total.took)
+	fmt.Fprintf(w, "load: %s, %d concurrent over %d replicas, %d keys: %d requests, %d failed; p50=%s p99=%s max=%s; %s\n",
+		d, conc, len(c.urls), keys, total.requests, total.failed, round(pct(total.took, 0.5)), round(pct(total.took, 0.99)), round(pct(total.took, 1)), &total)
 	return nil
 }
