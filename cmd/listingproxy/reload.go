@@ -29,7 +29,7 @@ func (a *app) reload(next *config.Config) (restart []string, err error) {
 }
 
 // needsRestart names the top-level keys (and cache.max_bytes,
-// cache.disabled) whose change a reload cannot apply.
+// cache.disabled, cache.shared) whose change a reload cannot apply.
 func needsRestart(cur, next *config.Config) []string {
 	var keys []string
 	check := func(key string, a, b any) {
@@ -46,6 +46,7 @@ func needsRestart(cur, next *config.Config) []string {
 	check("admin", cur.Admin, next.Admin)
 	check("cache.max_bytes", cur.Cache.MaxBytes, next.Cache.MaxBytes)
 	check("cache.disabled", cur.Cache.Disabled, next.Cache.Disabled)
+	check("cache.shared", cur.Cache.Shared, next.Cache.Shared)
 	check("server", cur.Server, next.Server)
 	check("auth", cur.Auth, next.Auth)
 	check("telemetry", cur.Telemetry, next.Telemetry)

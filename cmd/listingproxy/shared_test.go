@@ -4,10 +4,13 @@ import (
 	"crypto/rand"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"listingproxy/config"
 )
 
 // fleetApps wires two replicas of the demo configuration sharing the test
@@ -85,5 +88,22 @@ func TestFleetSharesBodiesAndPurges(t *testing.T) {
 		if !strings.Contains(m.Body.String(), name) {
 			t.Errorf("/metrics lacks %s", name)
 		}
+	}
+}
+
+// TestSharedTierChangeNeedsRestart: a reload does not swap the shared tier
+// under a running cache; it says a restart is needed.
+func TestSharedTierChangeNeedsRestart(t *testing.T) {
+	cur, err := config.Load(demoConfig(t), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := *cur
+	next.Cache.Shared = &config.SharedCache{Addrs: []string{"127.0.0.1:6379"}}
+	if got := needsRestart(cur, &next); !slices.Contains(got, "cache.shared") {
+		t.Errorf("needsRestart = %v, want cache.shared listed", got)
+	}
+	if got := withFixed(&next, cur); got.Cache.Shared != nil {
+		t.Error("withFixed took the new cache.shared; want the one in force")
 	}
 }
