@@ -461,3 +461,59 @@ func TestRedisKilledUnderLoad(t *testing.T) {
 		t.Errorf("%d requests failed", failed.Load())
 	}
 }
+
+// TestFillFailureReachesWaiters: when the replica that holds the lease
+// fails to fill, the replicas waiting on it fail at once with its error
+// (no backend call of their own), and the next request fills anew.
+func TestFillFailureReachesWaiters(t *testing.T) {
+	rs, _, _ := fleet(t, 2)
+	var calls atomic.Int32
+	release := make(chan struct{})
+	load := func(context.Context) (*cache.Entry, error) {
+		calls.Add(1)
+		<-release
+		return nil, errBackend
+	}
+	errs := make(chan error, 2)
+	for _, r := range rs {
+		go func() {
+			_, _, err := r.store.Get(context.Background(), key, pol, load)
+			errs <- err
+		}()
+	}
+	waitFor(t, "one replica to fill and the other to wait on its lease", func() bool {
+		return calls.Load() == 1 && rs[0].tier.Stats().LeaseWaits+rs[1].tier.Stats().LeaseWaits == 1
+	})
+	close(release)
+	for range rs {
+		if err := <-errs; err == nil {
+			t.Error("a Get succeeded; want the fill's failure on both replicas")
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("loader calls = %d, want 1", n)
+	}
+	if e, _, err := rs[1].store.Get(context.Background(), key, pol, loaderOf("later")); err != nil || string(e.Body) != "later" {
+		t.Errorf("next Get = %v; want a new fill", err)
+	}
+}
+
+// TestDeadFillerLeaseExpires: a lease whose holder never writes (it died)
+// expires, and a waiting replica then fills the key itself.
+func TestDeadFillerLeaseExpires(t *testing.T) {
+	rdb := client(t, redisAddr(t))
+	p := prefix(t, rdb)
+	dead := redistier.New(rdb, redistier.Options{KeyPrefix: p, Lease: 300 * time.Millisecond})
+	if e, _, err := dead.Claim(context.Background(), key); e != nil || err != nil {
+		t.Fatalf("Claim on a cold key = %v, %v; want the lease", e, err)
+	}
+	// dead never Sets nor Abandons: it died holding the lease.
+	r := newReplica(t, rdb, p, nil, time.Second)
+	e, o, err := r.store.Get(context.Background(), key, pol, loaderOf("filled after the lease expired"))
+	if err != nil || o != cache.Miss || string(e.Body) != "filled after the lease expired" {
+		t.Fatalf("Get = %v, %v; want its own fill", o, err)
+	}
+	if w := r.tier.Stats().LeaseWaits; w < 1 {
+		t.Errorf("lease waits = %d; want the Get to have waited on the dead filler's lease", w)
+	}
+}
