@@ -126,6 +126,9 @@ type CRMBackend struct {
 	// which decides, as it did for its own clients. The top-level
 	// max_results does not apply to CRM backends.
 	MaxResults int `yaml:"max_results"`
+	// Rerender renders answers from the model instead of passing the CRM's
+	// records through (docs/crm.md, "Pass-through"); default false.
+	Rerender bool `yaml:"rerender"`
 }
 
 // Tenant is a client/agency whose users see only its own data.
@@ -142,6 +145,10 @@ type Tenant struct {
 	// Compat holds compatibility switches for the tenant's old clients;
 	// every switch is off by default.
 	Compat Compat `yaml:"compat"`
+	// ExtraFields names elements and attributes of a CRM's records that the
+	// wire format does not, which every caller of the tenant may see;
+	// others reach only callers with both full and prices.
+	ExtraFields []string `yaml:"extra_fields"`
 }
 
 // Compat are per-tenant compatibility switches for old clients of the

@@ -176,6 +176,9 @@ func answerOrFail(f wire.Format, err error, notFound string) ([]byte, bool, erro
 	if ce, ok := errors.AsType[*upstream.CriteriaError](err); ok {
 		return wire.AppendErrors(nil, f, ce.Errors), true, nil
 	}
+	if nf, ok := errors.AsType[*wire.NotFoundError](err); ok && nf.Message != "" {
+		notFound = nf.Message // the legacy's own words ("Listing 9998 is no longer available")
+	}
 	return wire.AppendError(nil, f, notFound), true, nil
 }
 
@@ -255,7 +258,11 @@ func wantsFull(q url.Values) bool {
 }
 
 func (s *Server) renderOptions(r *request, d normalize.Detail) wire.Options {
-	return wire.Options{Detail: d, Prices: r.who.perms&PermPrices != 0, Location: r.loc, SingleObject: r.who.tenant.JSONSingleObject}
+	t := r.who.tenant
+	return wire.Options{Detail: d, Prices: r.who.perms&PermPrices != 0, Location: r.loc, SingleObject: t.JSONSingleObject,
+		// Upstream users hold full and prices (docs/crm.md): a caller with
+		// both is no narrower than the upstream user.
+		Unknown: r.who.perms&(PermFull|PermPrices) == PermFull|PermPrices, Extra: t.ExtraFields, Now: s.now()}
 }
 
 // scopeKey names the part of a cache key that depends on the caller's

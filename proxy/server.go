@@ -51,6 +51,11 @@ type Tenant struct {
 	// that object rather than a one-element array, as some old clients
 	// expect (docs/api.md, compatibility switches). Default off.
 	JSONSingleObject bool
+	// ExtraFields names elements and attributes a legacy CRM sends that
+	// the wire format does not: every caller of the tenant may see them in
+	// a passed-through record. Others reach only callers whose permissions
+	// are no narrower than the upstream user's (full and prices).
+	ExtraFields map[string]bool
 
 	limiter *rate.Limiter // from RateLimit; nil: no limit
 }

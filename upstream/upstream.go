@@ -76,6 +76,11 @@ func IsAnswer(err error) bool {
 // Property is one listing. Nullable numbers are pointers: nil renders as an
 // empty value.
 type Property struct {
+	// Legacy is the record as its source sent it, for pass-through (a
+	// *wire.Element from a legacy CRM), or nil: the writers then render
+	// from the fields below. Adapters set it; nobody changes it.
+	Legacy any
+
 	ID             int64
 	AgencyID       string
 	LastUpdated    time.Time // instant; rendered in the country's zone
@@ -150,6 +155,8 @@ type OpenHome struct {
 
 // Agent is one agent of a tenant.
 type Agent struct {
+	Legacy any // as Property.Legacy
+
 	ID              int64
 	Name            string
 	Username        string

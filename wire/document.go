@@ -29,6 +29,8 @@ type Element struct {
 	Name  string // local name
 	Attrs []xml.Attr
 	Kids  []Node // in document order
+
+	root bool // read as a document's root: laid out one level shallower than in a list
 }
 
 // Node is a child of an Element: an element, or text when Elem is nil.
@@ -541,4 +543,89 @@ func innerXML(e *Element) string {
 		}
 	}
 	return strings.TrimSpace(string(dst))
+}
+
+// passList returns the list document of records that all carry their
+// legacy source (copies, laid out as the writers lay out a list), or nil
+// when any does not (or there are none): those are rendered instead.
+func passList[T any](name string, recs []T, legacy func(*T) any) *Document {
+	if len(recs) == 0 {
+		return nil
+	}
+	if _, ok := legacy(&recs[0]).(*Element); !ok { // the model path allocates nothing here
+		return nil
+	}
+	root := &Element{Name: name, Kids: make([]Node, 0, 2*len(recs)+1)}
+	for i := range recs {
+		e, ok := legacy(&recs[i]).(*Element)
+		if !ok {
+			return nil
+		}
+		c := cloneElement(e)
+		if e.root {
+			indent(c) // a single document's record (hydration) inside a list
+		}
+		root.Kids = append(root.Kids, Node{Text: "\n  "}, Node{Elem: c})
+	}
+	root.Kids = append(root.Kids, Node{Text: "\n"})
+	return &Document{Root: root}
+}
+
+// appendPassed filters doc for o's caller and writes it in f. A full-detail
+// document is filtered (prices, unknown fields, ended open homes); a short
+// list passes as the legacy's own short answer, its count fixed.
+func appendPassed(dst []byte, f Format, doc *Document, o Options, full bool) []byte {
+	po := PassOptions{Full: full, Prices: o.Prices, Unknown: o.Unknown || !full, Extra: o.Extra, Now: o.Now, Location: o.Location}
+	if !full {
+		po.Prices = true // the legacy's short answer is short by its own rules
+	}
+	Filter(doc, po, nil)
+	switch f {
+	case XML:
+		return AppendDocumentXML(dst, doc)
+	case JSON:
+		out, err := AppendDocumentJSON(dst, doc, full, o.SingleObject)
+		if err != nil { // roots are always ours here
+			panic(err)
+		}
+		return out
+	}
+	panic(badFormat(f))
+}
+
+// cloneElement copies e deeply: Filter changes what it is given, and a
+// legacy record may be cached and rendered for other callers.
+func cloneElement(e *Element) *Element {
+	c := &Element{Name: e.Name, Attrs: slices.Clone(e.Attrs), Kids: make([]Node, len(e.Kids))}
+	for i, k := range e.Kids {
+		if k.Elem != nil {
+			c.Kids[i].Elem = cloneElement(k.Elem)
+		} else {
+			c.Kids[i].Text = k.Text
+		}
+	}
+	return c
+}
+
+// indent moves e's layout one level (two spaces) deeper: the space after
+// each line break of the whitespace-only texts between its elements and
+// those of its containers and items (values are left as written).
+func indent(e *Element) {
+	for i, k := range e.Kids {
+		_, container := containers[k.Name()]
+		switch {
+		case k.Elem != nil && (container || items[k.Elem.Name]):
+			indent(k.Elem)
+		case k.Elem == nil && strings.TrimSpace(k.Text) == "" && strings.Contains(k.Text, "\n"):
+			e.Kids[i].Text = strings.ReplaceAll(k.Text, "\n", "\n  ")
+		}
+	}
+}
+
+// Name is the node's element name, or "" for text.
+func (n Node) Name() string {
+	if n.Elem == nil {
+		return ""
+	}
+	return n.Elem.Name
 }

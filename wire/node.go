@@ -16,6 +16,43 @@ type node struct {
 	attrs []xml.Attr
 	text  string // own character data (not the children's), trimmed
 	kids  []*node
+	src   *Element // the record as sent (ReadOptions.Keep), else nil
+}
+
+// legacy returns the record as sent, for upstream's Legacy fields: nil (an
+// untyped nil interface) when it was not kept.
+func (n *node) legacy() any {
+	if n.src == nil {
+		return nil
+	}
+	return n.src
+}
+
+// nodeFromElement is the node of e that the parsers read: its known
+// children (recursively), its attributes and its own text, trimmed.
+func nodeFromElement(e *Element) *node {
+	n := &node{tag: e.Name, attrs: e.Attrs, text: e.Text()}
+	for _, k := range e.Elements("") {
+		if knownTags[k.Name] {
+			n.kids = append(n.kids, nodeFromElement(k))
+		}
+	}
+	return n
+}
+
+// readRecord reads a record whose start was just read: as a node, or, when
+// keep, as an Element kept in the node.
+func readRecord(d Tokens, start xml.StartElement, keep bool) (*node, error) {
+	if !keep {
+		return readNode(d, start)
+	}
+	e, err := readElement(d, start)
+	if err != nil {
+		return nil, err
+	}
+	n := nodeFromElement(e)
+	n.src = e
+	return n, nil
 }
 
 // knownTags are the elements the parsers read, at any level. Any other
@@ -130,7 +167,7 @@ func readNode(d Tokens, start xml.StartElement) (*node, error) {
 // A list with more than maxRecords records fails (the CRM was asked for at
 // most that many), so a list of tiny records cannot inflate the model. The
 // rest of the document is read too, so a truncated body is malformed.
-func decodeAnswer(d Tokens, want, record string, single bool, maxRecords int, each func(*node) error) error {
+func decodeAnswer(d Tokens, want, record string, single bool, maxRecords int, keep bool, each func(*node) error) error {
 	start, err := rootElement(d)
 	if err != nil {
 		return err
@@ -138,16 +175,19 @@ func decodeAnswer(d Tokens, want, record string, single bool, maxRecords int, ea
 	switch start.Name.Local {
 	case want:
 		if single {
-			n, err := readNode(d, start)
+			n, err := readRecord(d, start, keep)
 			if err != nil {
 				return err
+			}
+			if n.src != nil {
+				n.src.root = true
 			}
 			if err := each(n); err != nil {
 				return err
 			}
 			return finish(d)
 		}
-		if err := eachChild(d, record, maxRecords, each); err != nil {
+		if err := eachChild(d, record, maxRecords, keep, each); err != nil {
 			return err
 		}
 		return finish(d)
@@ -182,7 +222,7 @@ func rootElement(d Tokens) (xml.StartElement, error) {
 
 // eachChild reads the children of the root just opened, handing those named
 // record to each and skipping the others, up to the root's end.
-func eachChild(d Tokens, record string, maxRecords int, each func(*node) error) error {
+func eachChild(d Tokens, record string, maxRecords int, keep bool, each func(*node) error) error {
 	for records := 0; ; {
 		t, err := d.Token()
 		if err != nil {
@@ -199,7 +239,7 @@ func eachChild(d Tokens, record string, maxRecords int, each func(*node) error) 
 			if records++; records > maxRecords {
 				return fmt.Errorf("%w: more than the %d asked for", ErrTooManyRecords, maxRecords)
 			}
-			n, err := readNode(d, t)
+			n, err := readRecord(d, t, keep)
 			if err != nil {
 				return err
 			}

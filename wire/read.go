@@ -72,6 +72,18 @@ func (p Problem) String() string {
 	return fmt.Sprintf("%s: %s %q: %s", p.Record, p.Field, p.Value, p.Want)
 }
 
+// ReadOptions tune the readers. The zero value reports nothing and keeps
+// no legacy records.
+type ReadOptions struct {
+	// Report receives the values that could not be read; nil ignores them.
+	Report func(Problem)
+	// Keep keeps each record as the legacy sent it (every element and
+	// attribute, text as written) in its Legacy field, for pass-through
+	// (Options.PassThrough of the writers). It costs about three times the
+	// record's XML on top of the model.
+	Keep bool
+}
+
 // ReadPropertyList reads a <properties> list document from d; full says
 // whether the list was asked for in full detail, loc is the country's zone
 // (open-home times are wall-clock times), and a list of more than
@@ -79,10 +91,10 @@ func (p Problem) String() string {
 // trusted over the count attribute. An <errors> document is returned as
 // *upstream.CriteriaError. Values that cannot be read are reported to report
 // (which may be nil) and never fail the list: only the document can.
-func ReadPropertyList(d Tokens, loc *time.Location, full bool, maxRecords int, report func(Problem)) ([]upstream.Property, error) {
+func ReadPropertyList(d Tokens, loc *time.Location, full bool, maxRecords int, ro ReadOptions) ([]upstream.Property, error) {
 	var props []upstream.Property
-	err := decodeAnswer(d, "properties", "property", false, maxRecords, func(e *node) error {
-		if p, ok := parseProperty(e, loc, full, report); ok {
+	err := decodeAnswer(d, "properties", "property", false, maxRecords, ro.Keep, func(e *node) error {
+		if p, ok := parseProperty(e, loc, full, ro.Report); ok {
 			props = append(props, p)
 		}
 		return nil
@@ -96,11 +108,11 @@ func ReadPropertyList(d Tokens, loc *time.Location, full bool, maxRecords int, r
 // ReadProperty reads the single-property document (always full detail) from
 // d, as ReadPropertyList; a property whose id cannot be read fails. An
 // <error> document is returned as *NotFoundError.
-func ReadProperty(d Tokens, loc *time.Location, report func(Problem)) (upstream.Property, error) {
+func ReadProperty(d Tokens, loc *time.Location, ro ReadOptions) (upstream.Property, error) {
 	var p upstream.Property
-	err := decodeAnswer(d, "property", "property", true, 1, func(e *node) error {
+	err := decodeAnswer(d, "property", "property", true, 1, ro.Keep, func(e *node) error {
 		var ok bool
-		if p, ok = parseProperty(e, loc, true, report); !ok {
+		if p, ok = parseProperty(e, loc, true, ro.Report); !ok {
 			return fmt.Errorf("%w: property id %q", ErrMalformed, attr(e, "id"))
 		}
 		return nil
@@ -109,10 +121,10 @@ func ReadProperty(d Tokens, loc *time.Location, report func(Problem)) (upstream.
 }
 
 // ReadAgentList reads an <agents> list document from d, as ReadPropertyList.
-func ReadAgentList(d Tokens, full bool, maxRecords int, report func(Problem)) ([]upstream.Agent, error) {
+func ReadAgentList(d Tokens, full bool, maxRecords int, ro ReadOptions) ([]upstream.Agent, error) {
 	var agents []upstream.Agent
-	err := decodeAnswer(d, "agents", "agent", false, maxRecords, func(e *node) error {
-		if a, ok := parseAgent(e, full, report); ok {
+	err := decodeAnswer(d, "agents", "agent", false, maxRecords, ro.Keep, func(e *node) error {
+		if a, ok := parseAgent(e, full, ro.Report); ok {
 			agents = append(agents, a)
 		}
 		return nil
@@ -124,11 +136,11 @@ func ReadAgentList(d Tokens, full bool, maxRecords int, report func(Problem)) ([
 }
 
 // ReadAgent reads the single-agent document from d, as ReadProperty.
-func ReadAgent(d Tokens, report func(Problem)) (upstream.Agent, error) {
+func ReadAgent(d Tokens, ro ReadOptions) (upstream.Agent, error) {
 	var a upstream.Agent
-	err := decodeAnswer(d, "agent", "agent", true, 1, func(e *node) error {
+	err := decodeAnswer(d, "agent", "agent", true, 1, ro.Keep, func(e *node) error {
 		var ok bool
-		if a, ok = parseAgent(e, true, report); !ok {
+		if a, ok = parseAgent(e, true, ro.Report); !ok {
 			return fmt.Errorf("%w: agent id %q", ErrMalformed, attr(e, "id"))
 		}
 		return nil
@@ -168,6 +180,7 @@ func parseProperty(e *node, loc *time.Location, full bool, report func(Problem))
 		return upstream.Property{}, false
 	}
 	p = upstream.Property{
+		Legacy:       e.legacy(),
 		ID:           id,
 		AgencyID:     childText(e, "agency_id"),
 		LastUpdated:  f.lastUpdated(attr(e, "last_updated")),
@@ -226,6 +239,7 @@ func parseAgent(e *node, full bool, report func(Problem)) (a upstream.Agent, ok 
 		return upstream.Agent{}, false
 	}
 	a = upstream.Agent{
+		Legacy:          e.legacy(),
 		ID:              id,
 		Name:            childText(e, "name"),
 		Username:        childText(e, "username"),

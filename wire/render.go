@@ -89,6 +89,16 @@ type Options struct {
 	// written as that object instead of a one-element array. XML is
 	// unchanged. Default off: always an array, as the spec says.
 	SingleObject bool
+
+	// For records that carry their legacy source (upstream.Property.Legacy),
+	// which are passed through rather than rendered (see Filter):
+	// Unknown lets the caller see elements and attributes the wire format
+	// does not name (true when its permissions are no narrower than the
+	// upstream user's), Extra names those every caller may see, and Now
+	// drops open homes that have ended (zero: none dropped).
+	Unknown bool
+	Extra   map[string]bool
+	Now     time.Time
 }
 
 // level is the resolved set of optional parts of a document.
@@ -117,6 +127,9 @@ const (
 // AppendPropertyList appends the property list document of ps at the detail
 // level of o and returns the extended buffer. The document's count is len(ps).
 func AppendPropertyList(dst []byte, f Format, ps []upstream.Property, o Options) []byte {
+	if doc := passList("properties", ps, func(p *upstream.Property) any { return p.Legacy }); doc != nil {
+		return appendPassed(dst, f, doc, o, o.Detail == normalize.Full)
+	}
 	lv := o.level(o.Detail == normalize.Full)
 	switch f {
 	case XML:
@@ -130,6 +143,9 @@ func AppendPropertyList(dst []byte, f Format, ps []upstream.Property, o Options)
 // AppendProperty appends the single-property document of p, always with full
 // detail, and returns the extended buffer. o.Detail is ignored.
 func AppendProperty(dst []byte, f Format, p *upstream.Property, o Options) []byte {
+	if e, ok := p.Legacy.(*Element); ok {
+		return appendPassed(dst, f, &Document{Root: cloneElement(e)}, o, true)
+	}
 	lv := o.level(true)
 	switch f {
 	case XML:
@@ -147,6 +163,9 @@ func AppendProperty(dst []byte, f Format, p *upstream.Property, o Options) []byt
 // of o and returns the extended buffer. The document's count is len(as).
 // o.Prices is ignored.
 func AppendAgentList(dst []byte, f Format, as []upstream.Agent, o Options) []byte {
+	if doc := passList("agents", as, func(a *upstream.Agent) any { return a.Legacy }); doc != nil {
+		return appendPassed(dst, f, doc, o, o.Detail == normalize.Full)
+	}
 	lv := o.level(o.Detail == normalize.Full)
 	switch f {
 	case XML:
@@ -160,6 +179,9 @@ func AppendAgentList(dst []byte, f Format, as []upstream.Agent, o Options) []byt
 // AppendAgent appends the single-agent document of a, always with full
 // detail, and returns the extended buffer. o.Detail and o.Prices are ignored.
 func AppendAgent(dst []byte, f Format, a *upstream.Agent, o Options) []byte {
+	if e, ok := a.Legacy.(*Element); ok {
+		return appendPassed(dst, f, &Document{Root: cloneElement(e)}, o, true)
+	}
 	lv := o.level(true)
 	switch f {
 	case XML:

@@ -36,7 +36,7 @@ func renderRead(tb testing.TB, ps []upstream.Property, o Options) (first, second
 	tb.Helper()
 	o.Detail, o.Prices = normalize.Full, true
 	first = AppendPropertyList(nil, XML, ps, o)
-	got, err := ReadPropertyList(newTokens(first), o.Location, true, len(ps), noProblems(tb))
+	got, err := ReadPropertyList(newTokens(first), o.Location, true, len(ps), ReadOptions{Report: noProblems(tb)})
 	if err != nil {
 		tb.Fatalf("reading our own document: %v\n%s", err, first)
 	}
@@ -56,7 +56,7 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("property", func(t *testing.T) {
 		p := fixtureProperties()[0]
 		first := AppendProperty(nil, XML, &p, o)
-		got, err := ReadProperty(newTokens(first), o.Location, noProblems(t))
+		got, err := ReadProperty(newTokens(first), o.Location, ReadOptions{Report: noProblems(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +67,7 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("agents", func(t *testing.T) {
 		o := Options{Detail: normalize.Full, Location: o.Location}
 		first := AppendAgentList(nil, XML, fixtureAgents(), o)
-		got, err := ReadAgentList(newTokens(first), true, 3, noProblems(t))
+		got, err := ReadAgentList(newTokens(first), true, 3, ReadOptions{Report: noProblems(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 		o := Options{Location: sydney(t)}
 		_, second := renderRead(t, []upstream.Property{p}, o)
-		got, err := ReadPropertyList(newTokens(second), o.Location, true, 1, noProblems(t))
+		got, err := ReadPropertyList(newTokens(second), o.Location, true, 1, ReadOptions{Report: noProblems(t)})
 		if err != nil {
 			t.Fatalf("reading a re-rendered document: %v\n%s", err, second)
 		}
@@ -130,7 +130,7 @@ func TestMissingStaysMissing(t *testing.T) {
   <floor_size/>
   <lot_size/>
 </property>`
-	p, err := ReadProperty(newTokens([]byte(doc)), time.UTC, noProblems(t))
+	p, err := ReadProperty(newTokens([]byte(doc)), time.UTC, ReadOptions{Report: noProblems(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestBadValuesKeepTheRecord(t *testing.T) {
   <property id="2" last_updated="yesterday"><approved>2024-13-45</approved></property>
 </properties>`
 	var got []string
-	ps, err := ReadPropertyList(newTokens([]byte(doc)), time.UTC, true, 10, func(p Problem) { got = append(got, p.String()) })
+	ps, err := ReadPropertyList(newTokens([]byte(doc)), time.UTC, true, 10, ReadOptions{Report: func(p Problem) { got = append(got, p.String()) }})
 	if err != nil {
 		t.Fatalf("one bad record failed the list: %v", err)
 	}

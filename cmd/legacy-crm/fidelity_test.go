@@ -108,7 +108,7 @@ func newLegacy(t *testing.T, f Faults) (*httptest.Server, *Stats) {
 // take longer than the default 3 s.
 func newFront(t *testing.T, base string, mode crm.HydrateMode, c *cache.Store) (*proxy.Server, *crm.Client) {
 	t.Helper()
-	return newFrontWith(t, crm.Options{BaseURL: base, Hydrate: mode, Timeout: 2 * time.Minute}, c)
+	return newFrontWith(t, crm.Options{BaseURL: base, Hydrate: mode, Timeout: 2 * time.Minute, PassThrough: true}, c)
 }
 
 // newFrontWith is newFront with the crm client's options (credentials and

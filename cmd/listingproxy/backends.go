@@ -202,6 +202,7 @@ func openCRM(_ context.Context, name string, cfg *config.Config, env openEnv) (u
 		BaseURL: b.URL, Credentials: creds, Timeout: b.Timeout.D(), MaxConcurrency: b.MaxConcurrency,
 		MaxBodyBytes: int64(b.MaxBodyBytes), MaxElements: b.MaxElements, Hydrate: mode, HydrateConcurrency: b.HydrateConcurrency,
 		DocTTL: b.DocTTL.D(), Now: env.now, WrapTransport: wrap, Logger: env.log.With("backend", name),
+		PassThrough: !b.Rerender,
 	})
 	if err != nil {
 		return nil, nil, err

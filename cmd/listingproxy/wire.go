@@ -157,6 +157,12 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		t := cfg.Tenants[name]
 		pt := proxy.Tenant{Name: name, Backend: decorated[t.Backend], BackendName: t.Backend, Upstream: t.UpstreamTenant,
 			JSONSingleObject: t.Compat.JSONSingleObject}
+		if len(t.ExtraFields) > 0 {
+			pt.ExtraFields = make(map[string]bool, len(t.ExtraFields))
+			for _, f := range t.ExtraFields {
+				pt.ExtraFields[f] = true
+			}
+		}
 		if cb := cfg.Backends[t.Backend].CRM; cb != nil {
 			pt.MaxResults = cmp.Or(cb.MaxResults, -1) // none unless the backend sets one
 		}

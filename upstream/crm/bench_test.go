@@ -45,7 +45,7 @@ func BenchmarkDecodeShapes(b *testing.B) {
 					base = ms.HeapAlloc
 				}
 				d := newBoundedDecoder(b.Context(), bytes.NewReader(sh.body), lim)
-				props, err := wire.ReadPropertyList(d, time.UTC, true, 1<<30, nil)
+				props, err := wire.ReadPropertyList(d, time.UTC, true, 1<<30, wire.ReadOptions{})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -217,7 +217,7 @@ func TestDecodeHoldsTheSlot(t *testing.T) {
 	held := -1
 	err := c.call(t.Context(), harbourAU, nil, []string{"properties", "17.xml"}, func(d *boundedDecoder) error {
 		held = len(c.sem)
-		_, err := wire.ReadProperty(d, sydney, nil)
+		_, err := wire.ReadProperty(d, sydney, wire.ReadOptions{})
 		return err
 	})
 	if err != nil {

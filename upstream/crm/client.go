@@ -128,6 +128,11 @@ type Options struct {
 	// Now returns the current time; it drops ended open homes and ages
 	// cached documents. Default time.Now.
 	Now func() time.Time
+	// PassThrough keeps each record as the CRM sent it (upstream.Property
+	// and Agent Legacy fields), so the proxy passes it through instead of
+	// re-rendering the model (docs/crm.md, "Pass-through"). It costs about
+	// three times each record's XML on top of the model.
+	PassThrough bool
 	// Logger receives a warning for each tolerated flaw of an answer (a
 	// value that cannot be read, a mislabelled content type, bytes that are
 	// not UTF-8). Default: discard.
@@ -149,6 +154,7 @@ type Client struct {
 	hc          *http.Client
 	transport   *http.Transport // non-nil when the Client owns hc
 	log         *slog.Logger
+	passThrough bool
 	now         func() time.Time
 	zones       map[string]*time.Location
 
@@ -243,6 +249,7 @@ func New(o Options) (*Client, error) {
 		hc:          o.HTTPClient,
 		now:         o.Now,
 		log:         o.Logger,
+		passThrough: o.PassThrough,
 		zones:       zones,
 		docs:        newLRU[docKey, upstream.Property](maxCachedDocs),
 		memos:       newLRU[memoKey, []int64](maxCachedMemos),
@@ -392,7 +399,7 @@ func (c *Client) ListAgents(ctx context.Context, s upstream.Scope, cr normalize.
 func (c *Client) listAgents(ctx context.Context, s upstream.Scope, q url.Values, detail normalize.Detail) ([]upstream.Agent, error) {
 	var agents []upstream.Agent
 	err := c.call(ctx, s, withDetail(q, detail), []string{"agents.xml"}, func(d *boundedDecoder) (err error) {
-		agents, err = wire.ReadAgentList(d, detail == normalize.Full, maxRecords(q), c.report(s))
+		agents, err = wire.ReadAgentList(d, detail == normalize.Full, maxRecords(q), c.readOptions(s))
 		return err
 	})
 	if err != nil {
@@ -406,7 +413,7 @@ func (c *Client) listAgents(ctx context.Context, s upstream.Scope, q url.Values,
 func (c *Client) GetAgent(ctx context.Context, s upstream.Scope, id int64) (upstream.Agent, error) {
 	var a upstream.Agent
 	err := c.call(ctx, s, nil, []string{"agents", strconv.FormatInt(id, 10) + ".xml"}, func(d *boundedDecoder) (err error) {
-		a, err = wire.ReadAgent(d, c.report(s))
+		a, err = wire.ReadAgent(d, c.readOptions(s))
 		return err
 	})
 	if err != nil {
@@ -442,7 +449,7 @@ func withDetail(q url.Values, detail normalize.Detail) url.Values {
 func (c *Client) fetchPropertyList(ctx context.Context, s upstream.Scope, q url.Values, detail normalize.Detail) ([]upstream.Property, error) {
 	var props []upstream.Property
 	err := c.call(ctx, s, withDetail(q, detail), []string{"properties.xml"}, func(d *boundedDecoder) (err error) {
-		props, err = wire.ReadPropertyList(d, c.zone(s.Country), detail == normalize.Full, maxRecords(q), c.report(s))
+		props, err = wire.ReadPropertyList(d, c.zone(s.Country), detail == normalize.Full, maxRecords(q), c.readOptions(s))
 		return err
 	})
 	return props, err
@@ -451,10 +458,15 @@ func (c *Client) fetchPropertyList(ctx context.Context, s upstream.Scope, q url.
 func (c *Client) fetchPropertyDoc(ctx context.Context, s upstream.Scope, id int64) (upstream.Property, error) {
 	var p upstream.Property
 	err := c.call(ctx, s, nil, []string{"properties", strconv.FormatInt(id, 10) + ".xml"}, func(d *boundedDecoder) (err error) {
-		p, err = wire.ReadProperty(d, c.zone(s.Country), c.report(s))
+		p, err = wire.ReadProperty(d, c.zone(s.Country), c.readOptions(s))
 		return err
 	})
 	return p, err
+}
+
+// readOptions are the reader's options for an answer for s.
+func (c *Client) readOptions(s upstream.Scope) wire.ReadOptions {
+	return wire.ReadOptions{Report: c.report(s), Keep: c.passThrough}
 }
 
 // report returns the function that logs and counts the values of an answer

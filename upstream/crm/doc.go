@@ -87,7 +87,9 @@
 //
 // The CRM enforces its own permissions on the tenant's upstream user: full
 // detail needs its "full" permission and raw prices its "prices" permission,
-// so every field present is parsed and the proxy re-renders from the model.
+// so every field present is parsed; with Options.PassThrough each record is
+// also kept as sent (upstream.Property.Legacy), and the proxy's writers pass
+// it through, filtered for their caller, instead of rendering the model.
 // A single-resource call that the CRM refuses for want of "full" comes back
 // as the same single error as a missing record and therefore reads as not
 // found, and a full list refused that way comes back as a criteria error on
