@@ -8,18 +8,16 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"net/http/pprof"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/crypto/bcrypt"
 
+	"listingproxy/admin"
 	"listingproxy/cache"
 	"listingproxy/clientip"
 	"listingproxy/config"
@@ -27,7 +25,6 @@ import (
 	"listingproxy/telemetry"
 	"listingproxy/upstream"
 	"listingproxy/upstream/breaker"
-	"listingproxy/upstream/sqlstore"
 )
 
 // app is the wired service: the public handler, the admin handler, and what
@@ -76,9 +73,6 @@ func (a *app) Close() {
 		a.closers[i]()
 	}
 }
-
-// pinger is a backend that can say whether it is reachable.
-type pinger interface{ Ping(context.Context) error }
 
 // deps are build's injected dependencies beyond the configuration.
 type deps struct {
@@ -242,7 +236,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		Logger: log, Metrics: a.metrics, TrustedProxies: trusted, Errors: a.errors,
 	})(a.srv), tp))
 	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
-	a.admin = a.withStatusPage(adminHandler(cfg, a.cache, backends, a.breakers.States, metrics, purged, &a.draining))
+	a.admin = admin.New(a.adminOptions(cfg, backends, metrics, purged))
 	return a, nil
 }
 
@@ -318,72 +312,6 @@ func cmpGetenv(getenv func(string) string) func(string) string {
 	return getenv
 }
 
-// listener is a backend that reports data changes (sqlstore on PostgreSQL).
-type listener interface {
-	Listen(ctx context.Context, fn func(tenant, resource string)) error
-}
-
-// watchChanges listens for change notifications on every backend with
-// notify: true and soft-purges, at once, the cached bodies of each tenant
-// served from the changed backend tenant (all its tenants when the listener
-// (re)connects). It purges the tenant's every resource,
-// whatever the notification's resource: an agent's document embeds its
-// properties and a property's embeds its agents' names, so a change to
-// either can stale both. It returns the function that stops the listeners.
-func watchChanges(cfg *config.Config, backends map[string]upstream.Backend, store *cache.Store, log *slog.Logger, purged func(telemetry.Purge)) func() {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	n := 0
-	for _, name := range slices.Sorted(maps.Keys(backends)) {
-		if b := cfg.Backends[name]; b.SQL == nil || !b.SQL.Notify {
-			continue
-		}
-		l, ok := backends[name].(listener)
-		if !ok || store == nil {
-			log.Warn("change notifications are off: nothing to listen to or no cache to purge", "backend", name)
-			continue
-		}
-		byUpstream := map[string][]string{} // backend tenant -> our tenants
-		var all []string
-		for _, tn := range slices.Sorted(maps.Keys(cfg.Tenants)) {
-			if t := cfg.Tenants[tn]; t.Backend == name {
-				byUpstream[t.UpstreamTenant] = append(byUpstream[t.UpstreamTenant], tn)
-				all = append(all, tn)
-			}
-		}
-		n++
-		go func() {
-			defer func() { done <- struct{}{} }()
-			err := l.Listen(ctx, func(tenant, resource string) {
-				purge := byUpstream[tenant]
-				if tenant == sqlstore.AllTenants {
-					purge = all
-				}
-				// Soft: the next request refreshes, but while the backend
-				// fails (the listener reconnects as a database restarts,
-				// often before the pool's connections work again) the
-				// old body is still served under stale_if_error.
-				for _, tn := range purge {
-					store.Purge(tn, "", cache.Soft)
-					purged(telemetry.Purge{Source: "notify", Kind: "tenant", Mode: cache.Soft.String(), Tenant: tn})
-				}
-				if len(purge) > 0 {
-					log.Debug("purged on change notification", "backend", name, "upstream_tenant", tenant, "resource", resource, "tenants", purge)
-				}
-			})
-			if err != nil {
-				log.Warn("change listener stopped", "backend", name, "error", err)
-			}
-		}()
-	}
-	return func() {
-		cancel()
-		for range n {
-			<-done
-		}
-	}
-}
-
 func permissions(names []string) proxy.Permissions {
 	var p proxy.Permissions
 	for _, n := range names {
@@ -422,110 +350,4 @@ func breakerSettings(c config.Breaker) breaker.Settings {
 		ConsecutiveFailures: c.Failures, FailureRatio: c.FailureRatio, MinRequests: c.MinRequests,
 		Window: c.Window.D(), OpenFor: c.OpenFor.D(), HalfOpenProbes: c.HalfOpenProbes, TenantShare: c.TenantShare,
 	}
-}
-
-// adminHandler serves the operator endpoints on the admin listener:
-// /healthz (the process answers), /readyz (it can serve: not draining),
-// /metrics, and behind the admin credentials /backends (each backend's
-// readiness and breakers), /debug/pprof and POST /cache/purge. breakers
-// lists the breakers' states (breaker.Registry.States).
-func adminHandler(cfg *config.Config, store *cache.Store, backends map[string]upstream.Backend, breakers func() []breaker.Status, metrics http.Handler, purged func(telemetry.Purge), draining *atomic.Bool) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "ok")
-	})
-	mux.Handle("GET /metrics", metrics)
-	// Readiness is "this process can answer": it is listening (the admin
-	// listener opens after the public one), its configuration is loaded,
-	// and it is not draining. A backend's state does not count: every
-	// replica shares its backends, so failing readiness on an open breaker
-	// would take them all out of the load balancer at once, and with them
-	// the stale bodies kept for exactly that case and the tenants of
-	// healthy backends. Backend state is on /backends.
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if draining.Load() {
-			http.Error(w, "draining: shutting down", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
-	// Profiles reveal the command line and cost CPU: admin credentials
-	// only, like the purge (none configured: pprof is off).
-	prof := http.NewServeMux()
-	prof.HandleFunc("/debug/pprof/", pprof.Index)
-	prof.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	prof.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	prof.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	prof.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	mux.Handle("/debug/pprof/", adminAuth(cfg.Admin, prof))
-	mux.Handle("GET /backends", adminAuth(cfg.Admin, backendsHandler(cfg, backends, breakers)))
-	mux.Handle("POST /cache/purge", adminAuth(cfg.Admin, purgeHandler(cfg, store, purged)))
-	return mux
-}
-
-// purgeHandler purges a tenant's cached bodies: POST /cache/purge?tenant=T
-// [&resource=properties|property|agents|agent][&mode=soft|hard]. The default
-// mode is soft, as for change notifications: the next request refreshes, and
-// the old body is served only when that refresh fails (stale_if_error), so a
-// purge during a backend outage does not blank the tenant; hard is for a
-// body that must never be served again.
-func purgeHandler(cfg *config.Config, store *cache.Store, purged func(telemetry.Purge)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if store == nil {
-			http.Error(w, "cache is disabled", http.StatusConflict)
-			return
-		}
-		tenant, resource := r.URL.Query().Get("tenant"), r.URL.Query().Get("resource")
-		if _, ok := cfg.Tenants[tenant]; !ok {
-			http.Error(w, fmt.Sprintf("unknown tenant %q", tenant), http.StatusBadRequest)
-			return
-		}
-		if resource != "" && !slices.Contains(config.Resources, resource) {
-			http.Error(w, fmt.Sprintf("unknown resource %q (want %s)", resource, strings.Join(config.Resources, ", ")), http.StatusBadRequest)
-			return
-		}
-		mode := cache.Soft
-		switch m := r.URL.Query().Get("mode"); m {
-		case "", "soft":
-		case "hard":
-			mode = cache.Hard
-		default:
-			http.Error(w, fmt.Sprintf("unknown mode %q (want soft, the default, or hard)", m), http.StatusBadRequest)
-			return
-		}
-		// With cache.shared the purge reaches every replica; when Redis
-		// cannot record it, it applied here only: 503, so that the
-		// operator (or their script) retries.
-		fleetErr := store.PurgeContext(r.Context(), cache.Purge{Tenant: tenant, Resource: resource, Mode: mode})
-		kind := "tenant"
-		if resource != "" {
-			kind = "resource"
-		}
-		purged(telemetry.Purge{Source: "admin", Kind: kind, Mode: mode.String(), Tenant: tenant, Target: resource})
-		if fleetErr != nil {
-			http.Error(w, fmt.Sprintf("purged tenant=%s resource=%s mode=%s on this replica only: the shared tier could not record it for the fleet (%v); retry", tenant, orAll(resource), mode, fleetErr), http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintf(w, "purged tenant=%s resource=%s mode=%s\n", tenant, orAll(resource), mode)
-	})
-}
-
-func adminAuth(c config.Admin, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		user, pass, ok := r.BasicAuth()
-		if c.Username == "" || !ok || user != c.Username ||
-			bcrypt.CompareHashAndPassword([]byte(c.PasswordBcrypt), []byte(pass)) != nil {
-			w.Header().Set("WWW-Authenticate", `Basic realm="listingproxy admin"`)
-			http.Error(w, "admin credentials required", http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-func orAll(s string) string {
-	if s == "" {
-		return "all"
-	}
-	return s
 }

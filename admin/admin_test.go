@@ -1,0 +1,208 @@
+package admin_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/crypto/bcrypt"
+
+	"listingproxy/admin"
+	"listingproxy/cache"
+	"listingproxy/internal/testkit"
+	"listingproxy/telemetry"
+	"listingproxy/upstream/breaker"
+)
+
+const operator, password = "ops", "ops-secret"
+
+// fakePurger records the purges asked of it and fails those of tenant
+// failFor as a shared tier that cannot record them would.
+type fakePurger struct {
+	failFor string
+	got     []cache.Purge
+}
+
+func (f *fakePurger) PurgeContext(_ context.Context, p cache.Purge) error {
+	f.got = append(f.got, p)
+	if p.Tenant == f.failFor {
+		return errors.New("redis: connection refused")
+	}
+	return nil
+}
+
+type fakeBreakers []breaker.Status
+
+func (f fakeBreakers) States() []breaker.Status { return f }
+
+// serve starts the admin API of o (with the operator's credentials) and
+// returns a function making requests to it.
+func serve(t *testing.T, o admin.Options) func(method, path string, auth bool) (int, string) {
+	t.Helper()
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Username, o.PasswordBcrypt = operator, string(hash)
+	srv := httptest.NewServer(admin.New(o))
+	t.Cleanup(srv.Close)
+	return func(method, path string, auth bool) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if auth {
+			req.Header.Set("Authorization", testkit.BasicAuth(operator, password))
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, strings.TrimSpace(string(body))
+	}
+}
+
+func TestHealthAndReadiness(t *testing.T) {
+	t.Parallel()
+	var draining atomic.Bool
+	do := serve(t, admin.Options{Draining: draining.Load})
+	for _, tc := range []struct {
+		path     string
+		draining bool
+		status   int
+		body     string
+	}{
+		{"/healthz", false, 200, "ok"},
+		{"/readyz", false, 200, "ready"},
+		{"/healthz", true, 200, "ok"},
+		{"/readyz", true, 503, "draining: shutting down"},
+		{"/metrics", false, 404, "404 page not found"}, // no Metrics handler
+	} {
+		draining.Store(tc.draining)
+		if status, body := do("GET", tc.path, false); status != tc.status || body != tc.body {
+			t.Errorf("GET %s (draining %v) = %d %q, want %d %q", tc.path, tc.draining, status, body, tc.status, tc.body)
+		}
+	}
+}
+
+func TestPurge(t *testing.T) {
+	t.Parallel()
+	p := &fakePurger{failFor: "summit"}
+	var events []telemetry.Purge
+	do := serve(t, admin.Options{
+		Purger: p, Tenants: []string{"harbour", "summit"}, Resources: []string{"properties", "agent"},
+		Purged: func(e telemetry.Purge) { events = append(events, e) },
+	})
+	for _, tc := range []struct {
+		name, query string
+		auth        bool
+		status      int
+		body        string
+	}{
+		{"no credentials", "tenant=harbour", false, 401, "admin credentials required"},
+		{"unknown tenant", "tenant=nobody", true, 400, `unknown tenant "nobody"`},
+		{"no tenant", "", true, 400, `unknown tenant ""`},
+		{"unknown resource", "tenant=harbour&resource=houses", true, 400, `unknown resource "houses" (want properties, agent)`},
+		{"unknown mode", "tenant=harbour&mode=gentle", true, 400, `unknown mode "gentle" (want soft, the default, or hard)`},
+		{"tenant", "tenant=harbour", true, 200, "purged tenant=harbour resource=all mode=soft"},
+		{"resource, hard", "tenant=harbour&resource=agent&mode=hard", true, 200, "purged tenant=harbour resource=agent mode=hard"},
+		{"not recorded for the fleet", "tenant=summit", true, 503, "purged tenant=summit resource=all mode=soft on this replica only: the shared tier could not record it for the fleet (redis: connection refused); retry"},
+	} {
+		if status, body := do("POST", "/cache/purge?"+tc.query, tc.auth); status != tc.status || body != tc.body {
+			t.Errorf("%s: %d %q, want %d %q", tc.name, status, body, tc.status, tc.body)
+		}
+	}
+	wantPurges := []cache.Purge{{Tenant: "harbour", Mode: cache.Soft}, {Tenant: "harbour", Resource: "agent", Mode: cache.Hard}, {Tenant: "summit", Mode: cache.Soft}}
+	if diff := cmp.Diff(wantPurges, p.got); diff != "" {
+		t.Errorf("purges (-want +got):\n%s", diff)
+	}
+	want := []telemetry.Purge{
+		{Source: "admin", Kind: "tenant", Mode: "soft", Tenant: "harbour"},
+		{Source: "admin", Kind: "resource", Mode: "hard", Tenant: "harbour", Target: "agent"},
+		{Source: "admin", Kind: "tenant", Mode: "soft", Tenant: "summit"},
+	}
+	if diff := cmp.Diff(want, events); diff != "" {
+		t.Errorf("purge events (-want +got):\n%s", diff)
+	}
+
+	disabled := serve(t, admin.Options{Tenants: []string{"harbour"}})
+	if status, body := disabled("POST", "/cache/purge?tenant=harbour", true); status != 409 || body != "cache is disabled" {
+		t.Errorf("purge without a cache = %d %q, want 409", status, body)
+	}
+}
+
+func TestOperatorEndpointsNeedCredentials(t *testing.T) {
+	t.Parallel()
+	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "status page") })
+	do := serve(t, admin.Options{StatusPage: page})
+	for _, path := range []string{"/backends", "/debug/pprof/", "/status", "/status.json"} {
+		if status, _ := do("GET", path, false); status != 401 {
+			t.Errorf("GET %s without credentials = %d, want 401", path, status)
+		}
+		if status, _ := do("GET", path, true); status != 200 {
+			t.Errorf("GET %s with credentials = %d, want 200", path, status)
+		}
+	}
+	if _, body := do("GET", "/status", true); body != "status page" {
+		t.Errorf("GET /status = %q, want the status page", body)
+	}
+	// No operator configured: nobody gets in.
+	open := httptest.NewServer(admin.New(admin.Options{}))
+	defer open.Close()
+	req, _ := http.NewRequest("GET", open.URL+"/backends", nil)
+	req.Header.Set("Authorization", testkit.BasicAuth("", ""))
+	resp, err := open.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Errorf("GET /backends with no operator configured = %d, want 401", resp.StatusCode)
+	}
+}
+
+func TestBackends(t *testing.T) {
+	t.Parallel()
+	failed := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	do := serve(t, admin.Options{
+		Backends: []admin.Backend{
+			{Name: "pg", Kind: "postgres", Ready: func() error { return errors.New("not answered yet") },
+				Ping: func(context.Context) error { return errors.New("connection refused") }},
+			{Name: "crm", Kind: "crm"},
+		},
+		Breakers: fakeBreakers{
+			{Backend: "pg", Tenant: "harbour", State: breaker.StateOpen, RetryAfter: 3 * time.Second, LastError: "timeout", LastFailure: failed},
+			{Backend: "gone", Tenant: "x"},
+		},
+	})
+	status, body := do("GET", "/backends", true)
+	if status != 200 {
+		t.Fatalf("GET /backends = %d %s", status, body)
+	}
+	var got struct {
+		Backends []map[string]any `json:"backends"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatalf("body %s: %v", body, err)
+	}
+	want := []map[string]any{
+		{"name": "crm", "kind": "crm", "ready": true, "breakers": []any{}},
+		{"name": "pg", "kind": "postgres", "ready": false, "error": "not answered yet", "ping": "connection refused", "breakers": []any{
+			map[string]any{"tenant": "harbour", "state": "open", "retry_after_seconds": 3.0, "last_error": "timeout", "last_failure": "2026-11-22T12:00:00Z"},
+		}},
+	}
+	if diff := cmp.Diff(want, got.Backends); diff != "" {
+		t.Errorf("/backends (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,115 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"listingproxy/upstream/breaker"
+)
+
+// Backend is one backend GET /backends reports on.
+type Backend struct {
+	Name, Kind string
+	// Ready, when set, says whether the backend can serve yet (nil) or
+	// why not (sqlstore.Store.Ready: a database that has not answered
+	// since start-up). Nil: always ready.
+	Ready func() error
+	// Ping, when set, reaches the backend now. Nil: not pinged.
+	Ping func(context.Context) error
+}
+
+// backendRow is one backend's entry in GET /backends.
+type backendRow struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	// Ready is false while the backend cannot serve yet (a SQL database
+	// that has not answered since start-up); Error says why.
+	Ready bool   `json:"ready"`
+	Error string `json:"error,omitempty"`
+	// Ping is the result of pinging the backend now ("ok" or the error),
+	// for backends that can be pinged; absent otherwise.
+	Ping     string       `json:"ping,omitempty"`
+	Breakers []breakerRow `json:"breakers"`
+}
+
+// breakerRow is one breaker of a backend: the backend-wide one (tenant
+// "") or a tenant's.
+type breakerRow struct {
+	Tenant            string     `json:"tenant"`
+	State             string     `json:"state"`
+	RetryAfterSeconds float64    `json:"retry_after_seconds,omitempty"`
+	LastError         string     `json:"last_error,omitempty"`
+	LastFailure       *time.Time `json:"last_failure,omitempty"`
+	LastSuccess       *time.Time `json:"last_success,omitempty"`
+	InFlight          int        `json:"in_flight,omitempty"`
+	Slots             int        `json:"slots,omitempty"`
+}
+
+// backendsHandler serves GET /backends: every backend's readiness, a ping
+// (within 2s, all at once) and its breakers' states, as JSON. The process's
+// own readiness is /readyz; this is what an operator looks at to see which
+// backend is failing and since when. Behind the admin credentials: last
+// errors may quote a backend's messages.
+func backendsHandler(backends []Backend, breakers BreakerStates) http.Handler {
+	backends = slices.SortedFunc(slices.Values(backends), func(a, b Backend) int { return strings.Compare(a.Name, b.Name) })
+	names := make([]string, len(backends))
+	for i, b := range backends {
+		names[i] = b.Name
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		out := make([]backendRow, len(backends))
+		var wg sync.WaitGroup
+		for i, b := range backends {
+			out[i] = backendRow{Name: b.Name, Kind: b.Kind, Ready: true, Breakers: []breakerRow{}}
+			if b.Ready != nil {
+				if err := b.Ready(); err != nil {
+					out[i].Ready, out[i].Error = false, err.Error()
+				}
+			}
+			if b.Ping != nil {
+				wg.Go(func() {
+					out[i].Ping = "ok"
+					if err := b.Ping(ctx); err != nil {
+						out[i].Ping = err.Error()
+					}
+				})
+			}
+		}
+		wg.Wait()
+		var states []breaker.Status
+		if breakers != nil {
+			states = breakers.States()
+		}
+		for _, st := range states {
+			i, ok := slices.BinarySearch(names, st.Backend)
+			if !ok {
+				continue
+			}
+			out[i].Breakers = append(out[i].Breakers, breakerRow{
+				Tenant: st.Tenant, State: st.State.String(), RetryAfterSeconds: st.RetryAfter.Seconds(),
+				LastError: st.LastError, LastFailure: timeOrNil(st.LastFailure), LastSuccess: timeOrNil(st.LastSuccess),
+				InFlight: st.InFlight, Slots: st.Slots,
+			})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(struct {
+			Backends []backendRow `json:"backends"`
+		}{out})
+	})
+}
+
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}

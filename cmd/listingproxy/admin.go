@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"slices"
+
+	"listingproxy/admin"
+	"listingproxy/config"
+	"listingproxy/statuspage"
+	"listingproxy/telemetry"
+	"listingproxy/upstream"
+)
+
+// pinger is a backend that can say whether it is reachable.
+type pinger interface{ Ping(context.Context) error }
+
+// adminOptions turns the configuration and the wired parts into the admin
+// API's options: the operator's credentials, what a purge accepts, each
+// backend's readiness and ping, the breakers, the status page.
+func (a *app) adminOptions(cfg *config.Config, backends map[string]upstream.Backend, metrics http.Handler, purged func(telemetry.Purge)) admin.Options {
+	o := admin.Options{
+		Username: cfg.Admin.Username, PasswordBcrypt: cfg.Admin.PasswordBcrypt,
+		Metrics: metrics, Draining: a.draining.Load,
+		Tenants: slices.Sorted(maps.Keys(cfg.Tenants)), Resources: config.Resources, Purged: purged,
+		Breakers: a.breakers, StatusPage: a.statusPage(),
+	}
+	if a.cache != nil { // a nil *cache.Store in the interface would not be nil
+		o.Purger = a.cache
+	}
+	for _, name := range slices.Sorted(maps.Keys(backends)) {
+		ab := admin.Backend{Name: name, Kind: cfg.Backends[name].Kind}
+		if rd, ok := backends[name].(readier); ok {
+			ab.Ready = rd.Ready
+		}
+		if p, ok := backends[name].(pinger); ok {
+			ab.Ping = p.Ping
+		}
+		o.Backends = append(o.Backends, ab)
+	}
+	return o
+}
+
+// statusPage is the operator's page (statuspage), which admin serves at
+// GET /status and GET /status.json behind the admin credentials.
+func (a *app) statusPage() http.Handler {
+	o := statuspage.Options{Traffic: a.metrics, Failures: a.errors, Events: a.metrics,
+		Breakers: a.breakers, Build: telemetry.ReadBuild()}
+	if a.cache != nil { // a nil *cache.Store in the interface would not be nil
+		o.Cache = a.cache
+	}
+	return statuspage.New(o)
+}
