@@ -42,6 +42,10 @@ ZIPF_KEYS=${ZIPF_KEYS:-500}
 LOAD_SECONDS=${LOAD_SECONDS:-9}
 LOAD_C=${LOAD_C:-16}
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-600}
+if [ "$MODE" = bench ] && [ "$REPLICAS" -lt 2 ]; then
+	echo "fleet: bench needs REPLICAS >= 2 (a filler and a reader)" >&2
+	exit 2
+fi
 command -v redis-server >/dev/null || {
 	echo "fleet: redis-server is not on PATH (Debian: apt-get install redis-server)" >&2
 	exit 1
