@@ -9,6 +9,11 @@
 //	legacy-crm [-listen 127.0.0.1:9000] [-db DSN] [-user NAME:PASSWORD:TENANT:PERMS]...
 //	           [-latency 300ms] [-jitter 50ms] [-error-rate 0.1] [-outage 30s/10s]
 //	           [-drip 100ms] [-drip-bytes 256] [-seed 1]
+//	           [-fixtures DIR] [-fixture-content-type TYPE]
+//
+// With -fixtures, a GET whose path names a file under DIR is answered with
+// that document as written (hand-written or recorded legacy answers with
+// their quirks, fixtures.go), not by the stand-in's renderer.
 //
 // It is listingproxy's own API surface (proxy.Server) with no cache, so it
 // answers exactly what the spec and the wire format say; the fault
@@ -205,6 +210,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.IntVar(&f.DripBytes, "drip-bytes", DefaultDripBytes, "chunk size of -drip")
 	seedFlag := fs.Uint64("seed", 1, "random seed of jitter and injected errors")
 	verbose := fs.Bool("v", false, "log every request")
+	fixtures := fs.String("fixtures", "", "directory of legacy documents served for the paths they name (DIR/au/properties.xml), before the demo data")
+	fixtureType := fs.String("fixture-content-type", "text/html; charset=UTF-8", "Content-Type of the -fixtures documents (PHP's default by default)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -240,6 +247,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	h, _, err := newHandler(st, users, f, handlerOptions{Faults: FaultOptions{Seed: *seedFlag}, Logger: log})
 	if err != nil {
 		return err
+	}
+	if *fixtures != "" {
+		h = fixtureHandler(*fixtures, *fixtureType, h)
 	}
 	if *verbose {
 		h = accessLog(h, log)
