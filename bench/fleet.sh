@@ -153,7 +153,7 @@ Try (users and passwords: README.md; both tenants are served by the CRM through 
   curl -u summit:summit-demo '${urls[1]}/au/properties.json?limit=2'   # another replica
   curl -s $crm/stats | grep '"requests"'                                 # CRM calls so far
   curl -u admin:admin-demo -X POST '${admins[0]}/cache/purge?tenant=summit'
-  curl -s ${admins[0]}/metrics | grep listingproxy_cache
+  curl -s ${admins[0]}/metrics | grep -E '^listingproxy_(cache|shared_cache)'   # first and second tier
 Ctrl-C stops everything.
 EOF
 	# Serve until Ctrl-C or until a process of the fleet dies.
