@@ -129,6 +129,7 @@ func (t *Tier) listen(ctx context.Context, ps *redis.PubSub) {
 		}
 		if err != nil {
 			t.log.Debug("redistier: subscription", "err", err)
+			t.wakeAll()
 			if !pause(ctx, &backoff) {
 				return
 			}

@@ -142,6 +142,9 @@ func New(rdb redis.UniversalClient, o Options) *Tier {
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= DefaultBreakerFailures },
 		OnStateChange: func(_ string, from, to gobreaker.State) {
 			t.log.Warn("redistier: breaker state change", "from", from.String(), "to", to.String())
+			if to == gobreaker.StateOpen {
+				t.wakeAll()
+			}
 		},
 	})
 	return t
@@ -305,6 +308,21 @@ func (t *Tier) unregister(eid string, ch chan note) {
 		delete(t.waiters, eid)
 	} else {
 		t.waiters[eid] = ws
+	}
+}
+
+// wakeAll wakes every waiting Claim to claim again: Redis has gone (the
+// subscription broke, or the breaker opened), so the fill they wait for
+// may never be announced; their next claim fails fast and they load.
+func (t *Tier) wakeAll() {
+	t.mu.Lock()
+	ws := t.waiters
+	t.waiters = map[string][]chan note{}
+	t.mu.Unlock()
+	for _, chs := range ws {
+		for _, w := range chs {
+			w <- note{}
+		}
 	}
 }
 

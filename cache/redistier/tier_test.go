@@ -75,7 +75,12 @@ type replica struct {
 // time.Now), and waits for it to listen to the fleet.
 func newReplica(t *testing.T, rdb redis.UniversalClient, p string, now func() time.Time, timeout time.Duration) *replica {
 	t.Helper()
-	tier := redistier.New(rdb, redistier.Options{KeyPrefix: p, Timeout: timeout})
+	return newReplicaWith(t, rdb, redistier.Options{KeyPrefix: p, Timeout: timeout}, now)
+}
+
+func newReplicaWith(t *testing.T, rdb redis.UniversalClient, o redistier.Options, now func() time.Time) *replica {
+	t.Helper()
+	tier := redistier.New(rdb, o)
 	s, err := cache.New(cache.Options{MaxBytes: 8 << 20, Now: now, SecondTier: tier, Generations: tier})
 	if err != nil {
 		t.Fatal(err)
@@ -515,5 +520,55 @@ func TestDeadFillerLeaseExpires(t *testing.T) {
 	}
 	if w := r.tier.Stats().LeaseWaits; w < 1 {
 		t.Errorf("lease waits = %d; want the Get to have waited on the dead filler's lease", w)
+	}
+}
+
+// TestLeaseWaitersWakeWhenRedisDies: a replica waiting on another's fill
+// lease does not sleep out the lease when Redis dies (the fill can no
+// longer be announced): it loads the key itself.
+func TestLeaseWaitersWakeWhenRedisDies(t *testing.T) {
+	redisAddr(t)
+	port := freePort(t)
+	srv := startRedis(t, port)
+	rdb, err := redistier.Dial(redistier.ClientOptions{Addrs: []string{fmt.Sprintf("127.0.0.1:%d", port)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	p := "lptest:" + rand.Text()[:10] + ":"
+	// The filler's lease outlasts the test: only Redis's death may end the wait.
+	filler := newReplicaWith(t, rdb, redistier.Options{KeyPrefix: p, Lease: time.Hour}, nil)
+	waiter := newReplica(t, rdb, p, nil, 0)
+	long := pol
+	long.FillTimeout = 10 * time.Minute // only Redis's death may end the wait
+
+	started, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	go func() {
+		_, _, _ = filler.store.Get(context.Background(), key, long, func(context.Context) (*cache.Entry, error) {
+			close(started)
+			<-release
+			return nil, errBackend
+		})
+	}()
+	<-started
+	done := make(chan error, 1)
+	go func() {
+		e, _, err := waiter.store.Get(context.Background(), key, long, loaderOf("loaded alone"))
+		if err == nil && string(e.Body) != "loaded alone" {
+			err = fmt.Errorf("body %q", e.Body)
+		}
+		done <- err
+	}()
+	waitFor(t, "the second replica to wait on the lease", func() bool { return waiter.tier.Stats().LeaseWaits == 1 })
+	_ = srv.Process.Kill()
+	_ = srv.Wait()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("the waiting replica's Get: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiting replica still waits on the lease 30s after Redis died")
 	}
 }
