@@ -49,7 +49,10 @@
 // XML, about 80 bytes of model and 100 of transient tree), bounded by
 // MaxElements: about 20 MB at the default 100,000.
 // MaxConcurrency bounds the answers decoded at once. Figures are in
-// docs/performance.md.
+// docs/performance.md. With Options.PassThrough each record is also kept
+// whole, unknown elements included (about 106 bytes per kept element, so
+// MaxElements still bounds an answer, at ~11 MB by default); figures in
+// docs/crm.md, "Pass-through".
 //
 // # Failure mapping
 //
