@@ -1,7 +1,6 @@
 package redistier
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"listingproxy/cache"
+	"listingproxy/internal/testkit"
 )
 
 func TestEncodeDecode(t *testing.T) {
@@ -49,22 +49,13 @@ func TestEncodeDecode(t *testing.T) {
 // TestDocumentedSharedDefaults: the defaults docs/configuration.md lists
 // for cache.shared.* are this package's, the one source of them.
 func TestDocumentedSharedDefaults(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/configuration.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{}
-	for line := range strings.SplitSeq(string(doc), "\n") {
-		cells := strings.Split(line, "|")
-		if len(cells) < 4 {
-			continue
-		}
-		key := strings.Trim(strings.TrimSpace(cells[1]), "`")
+	got := testkit.DocumentedDefaults(t, "../../docs/configuration.md", func(key string) bool {
 		switch key {
 		case "cache.shared.key_prefix", "cache.shared.max_entry_bytes", "cache.shared.timeout", "cache.shared.lease":
-			got[key] = strings.TrimSpace(cells[2])
+			return true
 		}
-	}
+		return false
+	})
 	want := map[string]string{
 		"cache.shared.key_prefix":      DefaultKeyPrefix,
 		"cache.shared.max_entry_bytes": "8MiB",

@@ -10,6 +10,8 @@ package testkit
 import (
 	"encoding/base64"
 	"net"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -62,4 +64,28 @@ func ClosedAddr(t testing.TB) string {
 	addr := l.Addr().String()
 	l.Close()
 	return addr
+}
+
+// DocumentedDefaults reads the reference tables of the Markdown file at
+// path (rows "| `key` | default | meaning |") and returns the default cell
+// of every key that keep accepts, for tests that check a package's
+// defaults against the documentation.
+func DocumentedDefaults(t testing.TB, path string, keep func(key string) bool) map[string]string {
+	t.Helper()
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for line := range strings.SplitSeq(string(doc), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 {
+			continue
+		}
+		key := strings.Trim(strings.TrimSpace(cells[1]), "`")
+		if keep(key) {
+			got[key] = strings.TrimSpace(cells[2])
+		}
+	}
+	return got
 }

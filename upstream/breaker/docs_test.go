@@ -1,34 +1,22 @@
 package breaker_test
 
 import (
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"listingproxy/internal/testkit"
 	"listingproxy/upstream/breaker"
 )
 
 // TestDocumentedBreakerDefaults: the defaults docs/configuration.md lists
 // for breaker.* are this package's, the one source of them.
 func TestDocumentedBreakerDefaults(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/configuration.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{}
-	for line := range strings.SplitSeq(string(doc), "\n") {
-		cells := strings.Split(line, "|")
-		if len(cells) < 4 {
-			continue
-		}
-		key := strings.Trim(strings.TrimSpace(cells[1]), "`")
-		if strings.HasPrefix(key, "breaker.") && key != "breaker.*" {
-			got[key] = strings.TrimSpace(cells[2])
-		}
-	}
+	got := testkit.DocumentedDefaults(t, "../../docs/configuration.md", func(key string) bool {
+		return strings.HasPrefix(key, "breaker.") && key != "breaker.*"
+	})
 	d := breaker.Settings{}.WithDefaults()
 	want := map[string]string{
 		"breaker.failures":         itoa(d.ConsecutiveFailures),
