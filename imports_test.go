@@ -49,7 +49,7 @@ var importRules = map[string]importRule{
 		ext: []string{"github.com/prometheus/client_golang/", "go.opentelemetry.io/"}, notStd: []string{"database/sql"}},
 	"statuspage":        {own: []string{"cache", "telemetry", "upstream/breaker"}},
 	"admin":             {own: []string{"cache", "telemetry", "upstream/breaker"}, ext: []string{"golang.org/x/crypto/bcrypt"}},
-	"config":            {own: []string{"cache", "clientip", "upstream/breaker"}, ext: []string{"gopkg.in/yaml.v3", "golang.org/x/crypto/bcrypt"}},
+	"config":            {own: []string{"cache", "clientip", "upstream", "upstream/breaker"}, ext: []string{"gopkg.in/yaml.v3", "golang.org/x/crypto/bcrypt"}},
 	"docdiff":           {ext: []string{"github.com/beevik/etree"}},
 	"internal/tcpproxy": {},
 	"internal/testkit":  {own: []string{"normalize", "upstream"}},

@@ -16,13 +16,8 @@ import (
 
 	"listingproxy/cache"
 	"listingproxy/clientip"
+	"listingproxy/upstream"
 )
-
-// Zones maps the country segments listingproxy knows to their time zone.
-var Zones = map[string]string{
-	"au": "Australia/Sydney",
-	"nz": "Pacific/Auckland",
-}
 
 // Resources whose TTL may be set one by one in cache.ttls.
 var Resources = []string{"properties", "property", "agents", "agent"}
@@ -48,8 +43,8 @@ const (
 )
 
 // DefaultCountries are the country segments served when countries is
-// absent.
-func DefaultCountries() []string { return []string{"au", "nz"} }
+// absent: every country upstream.CountryZones knows.
+func DefaultCountries() []string { return slices.Sorted(maps.Keys(upstream.CountryZones())) }
 
 // ApplyDefaults fills the zero knobs config owns (see DefaultListen) and
 // those derived from other keys (a tenant's upstream name, a rate limit's
@@ -132,8 +127,8 @@ func (c *Config) validate() []problem {
 		switch {
 		case !countryRe.MatchString(cc):
 			add(p, "invalid country %q (want two lower-case letters)", cc)
-		case Zones[cc] == "":
-			add(p, "unknown country %q (known: au, nz)", cc)
+		case upstream.CountryZones()[cc] == "":
+			add(p, "unknown country %q (known: %s)", cc, strings.Join(DefaultCountries(), ", "))
 		case seen[cc]:
 			add(p, "country %q listed twice", cc)
 		}

@@ -193,7 +193,10 @@ func New(users []User, tenants []Tenant, o Options) (*Server, error) {
 		s.tracer = o.TracerProvider.Tracer("listingproxy/proxy")
 	}
 	if s.countries == nil {
-		s.countries = map[string]*time.Location{"au": mustZone("Australia/Sydney"), "nz": mustZone("Pacific/Auckland")}
+		s.countries = map[string]*time.Location{}
+		for country, zone := range upstream.CountryZones() {
+			s.countries[country] = mustZone(zone)
+		}
 	}
 	if s.now == nil {
 		s.now = time.Now

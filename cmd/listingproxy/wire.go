@@ -170,9 +170,10 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 
 	zones := map[string]*time.Location{}
 	for _, c := range cfg.Countries {
-		loc, err := time.LoadLocation(config.Zones[c])
+		zone := upstream.CountryZones()[c]
+		loc, err := time.LoadLocation(zone)
 		if err != nil {
-			return nil, fmt.Errorf("country %s: time zone %s: %w", c, config.Zones[c], err)
+			return nil, fmt.Errorf("country %s: time zone %s: %w", c, zone, err)
 		}
 		zones[c] = loc
 	}

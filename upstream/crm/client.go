@@ -170,13 +170,6 @@ type Client struct {
 
 var _ upstream.Backend = (*Client)(nil)
 
-// countryZones are the zones in which the CRM writes local times. Other
-// countries are read as UTC.
-var countryZones = map[string]string{
-	"au": "Australia/Sydney",
-	"nz": "Pacific/Auckland",
-}
-
 // New returns a Client for o, or an error naming every invalid option.
 func New(o Options) (*Client, error) {
 	var problems []string
@@ -225,6 +218,9 @@ func New(o Options) (*Client, error) {
 		}
 		creds[tenant] = cr
 	}
+	// The CRM writes local times in the country's zone (other countries
+	// are read as UTC).
+	countryZones := upstream.CountryZones()
 	zones := make(map[string]*time.Location, len(countryZones))
 	for country, name := range countryZones {
 		loc, err := time.LoadLocation(name)
