@@ -39,6 +39,7 @@ func TestDocumentedDefaults(t *testing.T) {
 		"backends.NAME.query_timeout":           duration(sqlstore.DefaultQueryTimeout),
 		"backends.NAME.timeout":                 duration(crm.DefaultTimeout),
 		"backends.NAME.max_concurrency":         strconv.Itoa(crm.DefaultMaxConcurrency),
+		"backends.NAME.hydrate":                 zeroHydrate(),
 		"backends.NAME.hydrate_concurrency":     strconv.Itoa(crm.DefaultHydrateConcurrency),
 		"backends.NAME.doc_ttl":                 duration(crm.DefaultDocTTL),
 		"backends.NAME.max_body_bytes":          size(crm.DefaultMaxBodyBytes),
@@ -65,6 +66,7 @@ func TestDocumentedDefaults(t *testing.T) {
 		"server.drain_delay":                    duration(config.DefaultDrainDelay),
 		"server.shutdown_grace":                 duration(config.DefaultShutdownGrace),
 		"telemetry.service_name":                telemetry.DefaultServiceName,
+		"telemetry.exporter":                    telemetry.ExporterNone, // TraceOptions.Exporter "" is none
 		"log.level":                             config.DefaultLogLevel,
 		"log.format":                            config.DefaultLogFormat,
 	}
@@ -85,6 +87,15 @@ func TestDocumentedDefaults(t *testing.T) {
 	if p := policies(config.Cache{})("agent"); p != pol {
 		t.Errorf("policy of an empty cache section = %+v, want proxy.DefaultPolicy %+v", p, pol)
 	}
+}
+
+// zeroHydrate is the mode an absent hydrate key means.
+func zeroHydrate() string {
+	m, err := crm.ParseHydrateMode("")
+	if err != nil {
+		return err.Error()
+	}
+	return m.String()
 }
 
 // duration writes d as the documentation does: 5s, 1m, 2m, 1h.
