@@ -44,6 +44,9 @@ type dialect interface {
 	// noIndex returns col so that the planner does not look it up in an
 	// index, only tests it on the rows it reads.
 	noIndex(col string) string
+	// deferredJoinFrom is the offset from which a page without geo is
+	// selected by a deferred join (see propertyPageQuery).
+	deferredJoinFrom() int
 }
 
 func dialectFor(name string) (dialect, error) {
@@ -120,6 +123,15 @@ func (sqliteDialect) analyze() []string                      { return []string{"
 // (property_id, agent_id) once per listed agent, 500 probes a row.
 func (sqliteDialect) noIndex(col string) string { return "+" + col }
 
+// deferredJoinFrom is 0 on SQLite: every page is selected by a deferred
+// join. When the rows come from a range of an index not in the ORDER BY's
+// order (price_from=500000&price_to=600000: 12,700 entries of
+// properties_tc_price_from, sorted by id), SQLite otherwise reads every
+// candidate row whole before sorting, where the inner query sorts the ids
+// from the index alone; on a page an index yields in order the join adds
+// 20 primary-key lookups.
+func (sqliteDialect) deferredJoinFrom() int { return 0 }
+
 // mysqlDialect is MySQL or MariaDB through github.com/go-sql-driver/mysql
 // with parseTime=true. Timestamps are DATETIME in UTC.
 type mysqlDialect struct{}
@@ -153,6 +165,7 @@ func (mysqlDialect) likeEscape() string                     { return ` ESCAPE '\
 func (mysqlDialect) timeArg(t time.Time) any                { return t.UTC() }
 func (mysqlDialect) dateArg(date string) any                { return date }
 func (mysqlDialect) noIndex(col string) string              { return col }
+func (mysqlDialect) deferredJoinFrom() int                  { return deepOffset }
 
 func (mysqlDialect) analyze() []string {
 	return []string{"ANALYZE TABLE tenants, agents, properties, property_agents, property_media, openhomes"}
@@ -217,6 +230,7 @@ func (postgresDialect) orderTerm(col string, text, nullable bool) string {
 func (postgresDialect) likeEscape() string { return ` ESCAPE '\'` }
 
 func (postgresDialect) noIndex(col string) string { return col }
+func (postgresDialect) deferredJoinFrom() int     { return deepOffset }
 func (postgresDialect) timeArg(t time.Time) any   { return t.UTC() }
 func (postgresDialect) dateArg(date string) any {
 	t, err := time.Parse(dateLayout, date)

@@ -215,12 +215,14 @@ func (s *Store) agentPropertiesQuery(tenant int64, country string, ids []int64) 
 }
 
 // deepOffset is the offset from which a page is selected by a deferred
-// join (see propertyPageQuery).
+// join (see propertyPageQuery) on PostgreSQL and MySQL; SQLite's
+// deferredJoinFrom is 0.
 const deepOffset = 200
 
 // propertyPageQuery is the statement of a property page without geo.
 //
-// A deep page (offset >= deepOffset) is selected by a deferred join: the
+// A deep page (offset >= the dialect's deferredJoinFrom) is selected by a
+// deferred join: the
 // inner query finds the page's ids, walking offset+limit entries of an index
 // that holds the filter and order columns and id (index-only: PostgreSQL's
 // indexes end with id, InnoDB's hold the primary key), and only the page's
@@ -228,7 +230,7 @@ const deepOffset = 200
 // the table just to be thrown away.
 func (s *Store) propertyPageQuery(tenant int64, country string, r propertyRequest) (*query, error) {
 	q := newQuery(s.d)
-	if r.offset < deepOffset {
+	if r.offset < s.d.deferredJoinFrom() {
 		q.add("SELECT ", propertyColumns, " FROM ", s.pageFrom(r))
 		q.where(s.propertyConds(q, tenant, country, r))
 		if err := q.orderBy(r.order, propertyOrder, "p.id"); err != nil {

@@ -6,7 +6,10 @@
 -- store matches case-insensitively with lower(col) = lower(arg). MariaDB has
 -- no functional indexes, so lower() filters use the (tenant_id, country)
 -- prefix of the plain indexes. Indexes are declared inline so that CREATE
--- TABLE IF NOT EXISTS keeps the file idempotent.
+-- TABLE IF NOT EXISTS keeps the file idempotent. The geo index holds
+-- price_from: a bounding box ordered by price is sorted from the index alone.
+-- (A database created before price_from was added to it keeps the old one:
+-- docs/sql.md gives the ALTER TABLE.)
 
 CREATE TABLE IF NOT EXISTS tenants (
 	id   BIGINT NOT NULL PRIMARY KEY,
@@ -71,7 +74,7 @@ CREATE TABLE IF NOT EXISTS properties (
 	KEY properties_tc_property_type (tenant_id, country, property_type),
 	KEY properties_tc_price_type (tenant_id, country, price_type),
 	KEY properties_tc_street_name (tenant_id, country, street_name),
-	KEY properties_tc_geo (tenant_id, country, latitude, longitude),
+	KEY properties_tc_geo (tenant_id, country, latitude, longitude, price_from),
 	KEY properties_tc_approved (tenant_id, country, approved),
 	KEY properties_tc_last_updated (tenant_id, country, last_updated),
 	KEY properties_tc_price_from (tenant_id, country, price_from),

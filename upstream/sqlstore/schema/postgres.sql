@@ -8,8 +8,9 @@
 -- tie-breaker: an equality filter, or an order column, then reads rows in
 -- exactly the ORDER BY's order and a LIMIT stops early, with no sort (InnoDB
 -- appends the primary key to secondary indexes by itself, so mysql.sql does
--- not spell it out). The geo index holds id too: the bounding-box scan is
--- index-only.
+-- not spell it out). The geo index holds price_from and id too: the
+-- bounding-box scan is index-only, in id order and in price order (the
+-- candidates are sorted from the index alone).
 --
 -- Every statement is idempotent; statements are separated by a semicolon at
 -- the end of a line.
@@ -78,7 +79,7 @@ CREATE INDEX IF NOT EXISTS properties_tc_property_type_id ON properties (tenant_
 CREATE INDEX IF NOT EXISTS properties_tc_lower_property_type ON properties (tenant_id, country, lower(property_type));
 CREATE INDEX IF NOT EXISTS properties_tc_lower_price_type ON properties (tenant_id, country, lower(price_type));
 CREATE INDEX IF NOT EXISTS properties_tc_lower_street_name ON properties (tenant_id, country, lower(street_name));
-CREATE INDEX IF NOT EXISTS properties_tc_geo_id ON properties (tenant_id, country, latitude, longitude, id);
+CREATE INDEX IF NOT EXISTS properties_tc_geo_price_id ON properties (tenant_id, country, latitude, longitude, price_from, id);
 CREATE INDEX IF NOT EXISTS properties_tc_approved_id ON properties (tenant_id, country, approved NULLS FIRST, id);
 CREATE INDEX IF NOT EXISTS properties_tc_last_updated_id ON properties (tenant_id, country, last_updated, id);
 CREATE INDEX IF NOT EXISTS properties_tc_price_from_id ON properties (tenant_id, country, price_from NULLS FIRST, id);
@@ -91,6 +92,7 @@ DROP INDEX IF EXISTS properties_tc_status;
 DROP INDEX IF EXISTS properties_tc_category;
 DROP INDEX IF EXISTS properties_tc_property_type;
 DROP INDEX IF EXISTS properties_tc_geo;
+DROP INDEX IF EXISTS properties_tc_geo_id;
 DROP INDEX IF EXISTS properties_tc_approved;
 DROP INDEX IF EXISTS properties_tc_last_updated;
 DROP INDEX IF EXISTS properties_tc_price_from;

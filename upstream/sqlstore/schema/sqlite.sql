@@ -74,7 +74,10 @@ CREATE INDEX IF NOT EXISTS properties_tc_property_type ON properties (tenant_id,
 CREATE INDEX IF NOT EXISTS properties_tc_lower_property_type ON properties (tenant_id, country, lower(property_type));
 CREATE INDEX IF NOT EXISTS properties_tc_lower_price_type ON properties (tenant_id, country, lower(price_type));
 CREATE INDEX IF NOT EXISTS properties_tc_lower_street_name ON properties (tenant_id, country, lower(street_name));
-CREATE INDEX IF NOT EXISTS properties_tc_geo ON properties (tenant_id, country, latitude, longitude);
+-- The geo index holds price_from: a bounding box ordered by price is sorted
+-- from the index alone (index-only), not read from the table row by row.
+CREATE INDEX IF NOT EXISTS properties_tc_geo_price ON properties (tenant_id, country, latitude, longitude, price_from);
+DROP INDEX IF EXISTS properties_tc_geo;
 CREATE INDEX IF NOT EXISTS properties_tc_approved ON properties (tenant_id, country, approved);
 CREATE INDEX IF NOT EXISTS properties_tc_last_updated ON properties (tenant_id, country, last_updated);
 CREATE INDEX IF NOT EXISTS properties_tc_price_from ON properties (tenant_id, country, price_from);
