@@ -261,8 +261,12 @@ func (t *Tier) Claim(ctx context.Context, k cache.Key) (*cache.Entry, uint64, er
 			}
 			return nil, 0, nil // load: holding the lease, or Redis cannot coordinate
 		}
-		if left <= 0 {
-			left = t.lease // the lease just went, or has no expiry: try again after a lease
+		switch {
+		case left == -1: // a lease without expiry (not ours to write): try again after a lease
+			left = t.lease
+		case left <= 0: // the lease expired between SETNX and PTTL (-2: no key): claim again now
+			t.unregister(eid, ch)
+			continue
 		}
 		t.leaseWaits.Add(1)
 		timer := time.NewTimer(left)
