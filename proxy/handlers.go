@@ -3,10 +3,12 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/codes"
 
@@ -26,7 +28,9 @@ const (
 
 // loader fetches and renders one response body. negative marks an answer
 // that is an error body (not found, criteria rejected by the backend).
-type loader func(ctx context.Context) (body []byte, negative bool, err error)
+// storedAt is when the data behind the body was fetched (zero: now); a
+// body rendered from a shared fetch carries the fetch's time.
+type loader func(ctx context.Context) (body []byte, negative bool, storedAt time.Time, err error)
 
 // listEndpoint makes the handler of a list resource: canonical criteria (or
 // the spec's error list), then the cache, filled by one backend call whose
@@ -58,16 +62,36 @@ func fillList[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, c
 ) (string, error) {
 	t, f, o := r.who.tenant, r.format, s.renderOptions(&r, c.Detail())
 	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
-	err := s.serve(w, &r, k, func(ctx context.Context) ([]byte, bool, error) {
+	fetch := func(ctx context.Context) ([]T, error) {
 		items, err := list(t.Backend, ctx, scope, *c)
-		if err != nil {
-			return answerOrFail(f, err, msgNotFound)
-		}
-		if c.Capped() && len(items) >= c.Limit() {
+		if err == nil && c.Capped() && len(items) >= c.Limit() {
 			s.capped.Add(1)
 			s.log.Info("list cut at max_results", "tenant", t.Name, "path", r.URL.Path, "limit", c.Limit())
 		}
-		return appendList(nil, f, items, o), false, nil
+		return items, err
+	}
+	err := s.serve(w, &r, k, func(ctx context.Context) ([]byte, bool, time.Time, error) {
+		if t.ShareFetch && s.cache != nil {
+			return sharedFetch(s, ctx, &r, k, msgNotFound, func(ctx context.Context) ([]byte, error) {
+				items, err := fetch(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return appendList(nil, wire.XML, items, wire.SourceOptions(c.Detail(), r.loc)), nil
+			}, func(src []byte) ([]byte, error) {
+				items, err := wire.ReadSourceList[T](src, r.loc, c.Detail() == normalize.Full)
+				if err != nil {
+					return nil, err
+				}
+				return appendList(nil, f, items, o), nil
+			})
+		}
+		items, err := fetch(ctx)
+		if err != nil {
+			body, neg, err := answerOrFail(f, err, msgNotFound)
+			return body, neg, time.Time{}, err
+		}
+		return appendList(nil, f, items, o), false, time.Time{}, nil
 	})
 	return r.cache, err
 }
@@ -100,12 +124,28 @@ func fillOne[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, id
 ) (string, error) {
 	t, f, o := r.who.tenant, r.format, s.renderOptions(&r, normalize.Full)
 	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
-	err := s.serve(w, &r, k, func(ctx context.Context) ([]byte, bool, error) {
+	err := s.serve(w, &r, k, func(ctx context.Context) ([]byte, bool, time.Time, error) {
+		if t.ShareFetch && s.cache != nil {
+			return sharedFetch(s, ctx, &r, k, notFound, func(ctx context.Context) ([]byte, error) {
+				item, err := get(t.Backend, ctx, scope, id)
+				if err != nil {
+					return nil, err
+				}
+				return appendOne(nil, wire.XML, &item, wire.SourceOptions(normalize.Full, r.loc)), nil
+			}, func(src []byte) ([]byte, error) {
+				item, err := wire.ReadSource[T](src, r.loc)
+				if err != nil {
+					return nil, err
+				}
+				return appendOne(nil, f, &item, o), nil
+			})
+		}
 		item, err := get(t.Backend, ctx, scope, id)
 		if err != nil {
-			return answerOrFail(f, err, notFound)
+			body, neg, err := answerOrFail(f, err, notFound)
+			return body, neg, time.Time{}, err
 		}
-		return appendOne(nil, f, &item, o), false, nil
+		return appendOne(nil, f, &item, o), false, time.Time{}, nil
 	})
 	return r.cache, err
 }
@@ -305,11 +345,14 @@ func (s *Server) answerFresh(w http.ResponseWriter, r *request, k cache.Key) (ou
 func (s *Server) serve(w http.ResponseWriter, r *request, k cache.Key, load loader) error {
 	now := s.now
 	fill := func(ctx context.Context) (*cache.Entry, error) {
-		body, negative, err := load(ctx)
+		body, negative, storedAt, err := load(ctx)
 		if err != nil {
 			return nil, err
 		}
-		e := cache.NewEntry(body, r.format.ContentType(), negative, now())
+		if storedAt.IsZero() {
+			storedAt = now()
+		}
+		e := cache.NewEntry(body, r.format.ContentType(), negative, storedAt)
 		e.Meta = newEntryHeaders(e)
 		return e, nil
 	}
@@ -337,4 +380,47 @@ func (s *Server) serve(w http.ResponseWriter, r *request, k cache.Key, load load
 	}
 	s.writeEntry(w, r.Request, e, outcome, s.now())
 	return nil
+}
+
+// fetchScope is the cache-key scope of a shared fetch (Tenant.ShareFetch):
+// the backend's answer to a request, kept once for every format and
+// permission level of it. No caller's scope is ever this (theirs are
+// "permissions|country|format"), so no client is ever served it.
+const fetchScope = "fetch|"
+
+// sharedFetch renders the body of k from the shared fetch of its request:
+// an entry of the same cache under the same tenant, resource and criteria
+// (so purges and coalescing cover it), holding the backend's answer as an
+// unfiltered XML document (source writes it). The body is rendered from it
+// for k's caller by render, and carries the fetch's StoredAt: a body made
+// from a stale fetch is as old as the fetch. A backend answer (not found,
+// criteria rejected) is kept as its XML error document and rendered in
+// k's format.
+func sharedFetch(s *Server, ctx context.Context, r *request, k cache.Key, notFound string,
+	source func(context.Context) ([]byte, error), render func(src []byte) ([]byte, error),
+) ([]byte, bool, time.Time, error) {
+	fk := cache.Key{Tenant: k.Tenant, Resource: k.Resource, Scope: fetchScope + r.country, Variant: k.Variant}
+	fe, _, err := s.cache.Get(ctx, fk, r.st.policy(k.Resource), func(ctx context.Context) (*cache.Entry, error) {
+		src, err := source(ctx)
+		negative := false
+		if err != nil {
+			if src, negative, err = answerOrFail(wire.XML, err, notFound); err != nil {
+				return nil, err
+			}
+		}
+		return cache.NewEntry(src, wire.XML.ContentType(), negative, s.now()), nil
+	})
+	if err != nil {
+		return nil, false, time.Time{}, err
+	}
+	if fe.Negative {
+		aerr := wire.ReadAnswer(fe.Body)
+		body, neg, err := answerOrFail(r.format, aerr, notFound)
+		return body, neg, fe.StoredAt, err
+	}
+	body, err := render(fe.Body)
+	if err != nil {
+		return nil, false, time.Time{}, fmt.Errorf("proxy: rendering from the shared fetch: %w", err)
+	}
+	return body, false, fe.StoredAt, nil
 }

@@ -56,6 +56,11 @@ type Tenant struct {
 	// a passed-through record. Others reach only callers whose permissions
 	// are no narrower than the upstream user's (full and prices).
 	ExtraFields map[string]bool
+	// ShareFetch makes one backend call serve every format and permission
+	// level of a request: the backend's answer is kept in the cache as its
+	// own entry (see sharedFetch) and each variant's body is rendered from
+	// it. For backends whose answers pass through (a legacy CRM).
+	ShareFetch bool
 
 	limiter *rate.Limiter // from RateLimit; nil: no limit
 }

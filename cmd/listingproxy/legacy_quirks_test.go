@@ -27,6 +27,7 @@ func TestLegacyQuirks(t *testing.T) {
 	var (
 		mu      sync.Mutex
 		queries []string
+		calls   = map[string]int{} // by path and detail
 	)
 	const record = `<property id="17" last_updated="Fri Nov 20 09:30:00 +1100 2026">
     <address display="true">12 Smith Street</address>
@@ -42,6 +43,7 @@ func TestLegacyQuirks(t *testing.T) {
 	crmSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		queries = append(queries, r.URL.Query().Get("limit")+"|"+fmt.Sprint(r.URL.Query().Has("limit")))
+		calls[r.URL.Path+"?"+r.URL.Query().Get("detail")]++
 		mu.Unlock()
 		w.Header().Set("Content-Type", "text/html; charset=UTF-8") // PHP's default
 		if r.URL.Path == "/au/properties/9998.xml" {
@@ -133,6 +135,17 @@ users:
 			t.Errorf("extra_fields [garages] %s: want garages, no price_from:\n%s", f, body)
 		}
 	}
+	// One CRM call served every variant of a request: XML and JSON, as
+	// plain (full, prices) and noprice (full) of tenant plain; the extra
+	// tenant made its own (tenants never share a fetch).
+	mu.Lock()
+	if got := calls["/au/properties.xml?full"]; got != 2 {
+		t.Errorf("CRM calls for the full list: %d, want 2 (one per tenant)", got)
+	}
+	if got := calls["/au/properties/17.xml?"]; got != 2 {
+		t.Errorf("CRM calls for property 17: %d, want 2 (one per tenant)", got)
+	}
+	mu.Unlock()
 	// The legacy's own not-found message.
 	if body := get("plain", "/au/properties/9998.json"); body != `{"error":"Listing 9998 is no longer available"}`+"\n" {
 		t.Errorf("not found: %s, want the legacy's message", body)

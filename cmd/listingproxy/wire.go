@@ -159,6 +159,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		}
 		if cb := cfg.Backends[t.Backend].CRM; cb != nil {
 			pt.MaxResults = cmp.Or(cb.MaxResults, -1) // none unless the backend sets one
+			pt.ShareFetch = !cb.Rerender              // one CRM call serves every variant
 		}
 		if rl := t.RateLimit; rl != nil {
 			pt.RateLimit = proxy.Limit{PerSecond: rl.RequestsPerSecond, Burst: rl.Burst}

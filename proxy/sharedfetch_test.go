@@ -1,0 +1,72 @@
+package proxy_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"listingproxy/proxy"
+)
+
+// TestSharedFetch: for a tenant with ShareFetch, one backend call serves
+// every format and permission level of a request (XML and JSON, callers
+// with full and prices, full, and none), and each variant's body is what a
+// server without sharing renders for it. Tenants never share a fetch, and
+// a purge of the resource makes the next request fetch again.
+func TestSharedFetch(t *testing.T) {
+	fb := newFake()
+	c := newCache(t)
+	tenants := func(share bool) []proxy.Tenant {
+		return []proxy.Tenant{
+			{Name: "harbour", Backend: fb, BackendName: "fake", Upstream: "harbour", ShareFetch: share},
+			{Name: "summit", Backend: fb, BackendName: "fake", Upstream: "summit", ShareFetch: share},
+		}
+	}
+	now := func() time.Time { return fixedNow }
+	shared, err := proxy.New(testUsers(), tenants(true), proxy.Options{Cache: c, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := proxy.New(testUsers(), tenants(false), proxy.Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		query string
+		users []string
+	}{
+		{"/au/properties.%s?detail=full", []string{"harbour", "harbour-noprice"}},
+		{"/au/properties.%s", []string{"harbour", "harbour-noprice", "harbour-short"}},
+		{"/au/properties/1.%s", []string{"harbour", "harbour-noprice"}},
+		{"/au/properties/99.%s", []string{"harbour", "harbour-noprice"}},
+		{"/au/agents.%s?detail=full", []string{"harbour", "harbour-noprice"}},
+	} {
+		before := fb.Calls()
+		for _, user := range tc.users {
+			for _, ext := range []string{"xml", "json"} {
+				target := strings.Replace(tc.query, "%s", ext, 1)
+				got, want := get(shared, "GET", user, target), get(plain, "GET", user, target)
+				if got.Code != http.StatusOK || got.Body.String() != want.Body.String() {
+					t.Errorf("%s as %s: %d\n%s\nwant %d\n%s", target, user, got.Code, got.Body, want.Code, want.Body)
+				}
+			}
+		}
+		// plain made one call per variant; shared made one in all.
+		variants := int64(2 * len(tc.users))
+		if got := fb.Calls() - before - variants; got != 1 {
+			t.Errorf("%s: %d backend calls for %d variants, want 1", tc.query, got, variants)
+		}
+	}
+	before := fb.Calls()
+	get(shared, "GET", "summit", "/au/properties.xml?detail=full")
+	if fb.Calls()-before != 1 {
+		t.Errorf("summit's first request made %d calls, want 1 (tenants never share a fetch)", fb.Calls()-before)
+	}
+	c.Purge("harbour", "properties", 0)
+	before = fb.Calls()
+	get(shared, "GET", "harbour", "/au/properties.json?detail=full")
+	if fb.Calls()-before != 1 {
+		t.Errorf("after a purge: %d calls, want 1", fb.Calls()-before)
+	}
+}
