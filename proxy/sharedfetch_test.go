@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"listingproxy/cache"
 	"listingproxy/proxy"
 )
 
@@ -68,5 +69,36 @@ func TestSharedFetch(t *testing.T) {
 	get(shared, "GET", "harbour", "/au/properties.json?detail=full")
 	if fb.Calls()-before != 1 {
 		t.Errorf("after a purge: %d calls, want 1", fb.Calls()-before)
+	}
+}
+
+// TestSharedFetchAge: a variant rendered later from a kept fetch is as old
+// as the fetch (its Age counts from the fetch), not fresh.
+func TestSharedFetchAge(t *testing.T) {
+	fb := newFake()
+	clk := newClock()
+	c, err := cache.New(cache.Options{MaxBytes: 64 << 20, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	s, err := proxy.New(testUsers(), []proxy.Tenant{
+		{Name: "harbour", Backend: fb, BackendName: "fake", Upstream: "harbour", ShareFetch: true},
+		{Name: "summit", Backend: fb, BackendName: "fake", Upstream: "summit", ShareFetch: true},
+	}, proxy.Options{Cache: c, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := get(s, "GET", "harbour", "/au/properties.xml?detail=full"); w.Code != http.StatusOK {
+		t.Fatalf("first variant: %d", w.Code)
+	}
+	clk.Advance(30 * time.Second)
+	get(s, "GET", "harbour", "/au/properties.json?detail=full") // a miss: rendered from the kept fetch
+	w := get(s, "GET", "harbour", "/au/properties.json?detail=full") // a hit on that body
+	if got := w.Header().Get("Age"); got != "30" {
+		t.Errorf("second variant, rendered 30s after the fetch: Age %q, want 30 (the fetch's age)", got)
+	}
+	if fb.Calls() != 1 {
+		t.Errorf("%d backend calls, want 1", fb.Calls())
 	}
 }
