@@ -93,7 +93,7 @@ func TestSharedFetchAge(t *testing.T) {
 		t.Fatalf("first variant: %d", w.Code)
 	}
 	clk.Advance(30 * time.Second)
-	get(s, "GET", "harbour", "/au/properties.json?detail=full") // a miss: rendered from the kept fetch
+	get(s, "GET", "harbour", "/au/properties.json?detail=full")      // a miss: rendered from the kept fetch
 	w := get(s, "GET", "harbour", "/au/properties.json?detail=full") // a hit on that body
 	if got := w.Header().Get("Age"); got != "30" {
 		t.Errorf("second variant, rendered 30s after the fetch: Age %q, want 30 (the fetch's age)", got)
