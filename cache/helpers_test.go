@@ -3,7 +3,6 @@ package cache
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -94,24 +93,10 @@ func newStore(t testing.TB, o Options) *Store {
 	return s
 }
 
-// eventually polls cond until it holds, failing the test after a generous
-// limit. It only waits for events; it never asserts on elapsed time.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		runtime.Gosched()
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // waitJoined waits until n Gets have registered with a flight.
 func waitJoined(t testing.TB, s *Store, n uint64) {
 	t.Helper()
-	eventually(t, "callers to join the flight", func() bool { return s.st.joins.Load() >= n })
+	testkit.WaitFor(t, "callers to join the flight", func() bool { return s.st.joins.Load() >= n })
 }
 
 type result struct {

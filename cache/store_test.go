@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"listingproxy/internal/testkit"
 )
 
 var pol = Policy{
@@ -223,7 +225,7 @@ func TestLoaderPanicReachesEveryWaiter(t *testing.T) {
 		}
 	}
 	s.Wait()
-	eventually(t, "goroutines to return to baseline", func() bool { return runtime.NumGoroutine() <= baseline })
+	testkit.WaitFor(t, "goroutines to return to baseline", func() bool { return runtime.NumGoroutine() <= baseline })
 	if st := s.Stats(); st.Panics != 1 || st.Errors != n {
 		t.Errorf("stats: panics %d, errors %d; want 1, %d", st.Panics, st.Errors, n)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -54,28 +53,13 @@ func resilientServerCache(t *testing.T, fb *fakeBackend, clk *clock, br *breaker
 	return s, c
 }
 
-// waitFor polls cond until it holds: it waits for an event, never for a
-// length of time, and fails the test only after a limit generous enough
-// for a loaded machine.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		runtime.Gosched()
-		time.Sleep(100 * time.Microsecond)
-	}
-}
-
 // waitJoined waits until the backend holds the flight's one call and n-1
 // other Gets have joined that flight. The cache counts a flight's leader
 // before its loader runs, so once the backend has been called Waiters
 // counts only the Gets that joined.
 func waitJoined(t testing.TB, c *cache.Store, fb *fakeBackend, n int) {
 	t.Helper()
-	waitFor(t, "the callers to join one flight", func() bool {
+	testkit.WaitFor(t, "the callers to join one flight", func() bool {
 		return fb.Calls() >= 1 && c.Stats().Waiters >= uint64(n-1)
 	})
 }

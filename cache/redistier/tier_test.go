@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -20,6 +19,7 @@ import (
 
 	"listingproxy/cache"
 	"listingproxy/cache/redistier"
+	"listingproxy/internal/testkit"
 )
 
 var pol = cache.Policy{
@@ -116,20 +116,6 @@ func loaderOf(body string) cache.Loader {
 
 func failing(context.Context) (*cache.Entry, error) { return nil, errBackend }
 
-// waitFor waits until cond holds (it only waits for events, never asserts
-// on elapsed time).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		runtime.Gosched()
-		time.Sleep(time.Millisecond)
-	}
-}
-
 var key = cache.Key{Tenant: "summit", Resource: "property", Scope: "full|au|json", Variant: "1001"}
 
 // TestFleetFillsOnce: concurrent cold Gets for one key spread over three
@@ -163,7 +149,7 @@ func TestFleetFillsOnce(t *testing.T) {
 	}
 	// Every Get has joined its replica's flight, one flight leads (the
 	// loader runs) and the two others wait on its lease.
-	waitFor(t, "every Get to join a flight and two replicas to wait on the lease", func() bool {
+	testkit.WaitFor(t, "every Get to join a flight and two replicas to wait on the lease", func() bool {
 		var waiters, leaseWaits uint64
 		for _, r := range rs {
 			waiters += r.store.Stats().Waiters
@@ -251,7 +237,7 @@ func TestTenantsAndPermissionsNeverShare(t *testing.T) {
 // purgesSeen waits until every replica has received n purges.
 func purgesSeen(t *testing.T, rs []*replica, n uint64) {
 	t.Helper()
-	waitFor(t, "the purge to reach every replica", func() bool {
+	testkit.WaitFor(t, "the purge to reach every replica", func() bool {
 		for _, r := range rs {
 			if r.tier.Stats().PurgesReceived < n {
 				return false
@@ -403,7 +389,7 @@ func startRedis(t *testing.T, port int) *exec.Cmd {
 	})
 	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})
 	defer c.Close()
-	waitFor(t, "redis-server to answer", func() bool { return c.Ping(context.Background()).Err() == nil })
+	testkit.WaitFor(t, "redis-server to answer", func() bool { return c.Ping(context.Background()).Err() == nil })
 	return cmd
 }
 
@@ -455,7 +441,7 @@ func TestRedisKilledUnderLoad(t *testing.T) {
 	}
 	startRedis(t, port)
 	sets := rs[0].tier.Stats().Sets
-	waitFor(t, "a replica to write to the restarted Redis", func() bool {
+	testkit.WaitFor(t, "a replica to write to the restarted Redis", func() bool {
 		k := cache.Key{Tenant: "rejoin", Resource: "property", Variant: strconv.FormatInt(time.Now().UnixNano(), 10)}
 		if _, _, err := rs[0].store.Get(context.Background(), k, pol, loaderOf("x")); err != nil {
 			t.Errorf("Get while Redis comes back: %v", err)
@@ -486,7 +472,7 @@ func TestFillFailureReachesWaiters(t *testing.T) {
 			errs <- err
 		}()
 	}
-	waitFor(t, "one replica to fill and the other to wait on its lease", func() bool {
+	testkit.WaitFor(t, "one replica to fill and the other to wait on its lease", func() bool {
 		return calls.Load() == 1 && rs[0].tier.Stats().LeaseWaits+rs[1].tier.Stats().LeaseWaits == 1
 	})
 	close(release)
@@ -560,7 +546,7 @@ func TestLeaseWaitersWakeWhenRedisDies(t *testing.T) {
 		}
 		done <- err
 	}()
-	waitFor(t, "the second replica to wait on the lease", func() bool { return waiter.tier.Stats().LeaseWaits == 1 })
+	testkit.WaitFor(t, "the second replica to wait on the lease", func() bool { return waiter.tier.Stats().LeaseWaits == 1 })
 	_ = srv.Process.Kill()
 	_ = srv.Wait()
 	select {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"listingproxy/internal/testkit"
 )
 
 // TestHostileCRMAnswers runs the service (run, with its real server and
@@ -89,7 +91,7 @@ log: {level: info, format: json}
 		}
 	}()
 	var base string
-	eventually(t, "run prints where it listens", func() bool {
+	testkit.WaitFor(t, "run prints where it listens", func() bool {
 		m := listenLine.FindStringSubmatch(stdout.String())
 		if m != nil {
 			base = m[1]
@@ -126,7 +128,7 @@ log: {level: info, format: json}
 		})
 	}
 	// The access log line comes after the response is written.
-	eventually(t, "the access log records every 503 with its bytes", func() bool {
+	testkit.WaitFor(t, "the access log records every 503 with its bytes", func() bool {
 		n := 0
 		for _, line := range strings.Split(stderr.String(), "\n") {
 			var rec struct {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"listingproxy/internal/tcpproxy"
+	"listingproxy/internal/testkit"
 )
 
 // proxiedPostgres is engineConfig on a fresh PostgreSQL schema, reached
@@ -113,7 +114,7 @@ func TestRunStartsWithTheDatabaseDown(t *testing.T) {
 	if err := px.Start(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a 200 once the database accepts", func() bool {
+	testkit.WaitFor(t, "a 200 once the database accepts", func() bool {
 		a := get(t, client, base, "harbour", "/au/properties.json?limit=2")
 		return a.status == 200 && strings.HasPrefix(a.body, `{"properties":{"count":"2",`)
 	})
@@ -191,7 +192,7 @@ func TestRunServesWarmKeysThroughADatabaseRestart(t *testing.T) {
 	// The listener reconnects and soft-purges: warm keys then come from
 	// stale_if_error (the breaker is still open). Wait for that, checking
 	// every answer on the way.
-	eventually(t, "the reconnected listener's purge shows (stale-if-error)", func() bool {
+	testkit.WaitFor(t, "the reconnected listener's purge shows (stale-if-error)", func() bool {
 		checkWarm("database back, breaker open")
 		return staleServed > 0
 	})

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"listingproxy/config"
+	"listingproxy/internal/testkit"
 	"listingproxy/upstream"
 	"listingproxy/upstream/breaker"
 )
@@ -301,16 +302,6 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// eventually polls cond until it holds, failing after a generous deadline.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-	}
-}
-
 // TestRunReloadsOnSIGHUPAndFlushesOnShutdown runs the service with the
 // stdout exporter, reloads a changed and then a broken config with SIGHUP,
 // and stops it: run returns nil and the request's spans were flushed.
@@ -329,7 +320,7 @@ func TestRunReloadsOnSIGHUPAndFlushesOnShutdown(t *testing.T) {
 		done <- run(ctx, []string{"listingproxy", "-config", path}, func(string) string { return "" }, nil, &stdout, &stderr)
 	}()
 	var base, admin string
-	eventually(t, "run prints where it listens", func() bool {
+	testkit.WaitFor(t, "run prints where it listens", func() bool {
 		m := listenLine.FindStringSubmatch(stdout.String())
 		if m != nil {
 			base, admin = m[1], m[2]
@@ -359,7 +350,7 @@ func TestRunReloadsOnSIGHUPAndFlushesOnShutdown(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the reload drops user harbour", func() bool { return status("harbour", "harbour-demo") == 401 })
+	testkit.WaitFor(t, "the reload drops user harbour", func() bool { return status("harbour", "harbour-demo") == 401 })
 	if got := status("summit", "summit-demo"); got != 200 {
 		t.Errorf("summit after reload: %d", got)
 	}
@@ -371,7 +362,7 @@ func TestRunReloadsOnSIGHUPAndFlushesOnShutdown(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the broken reload is logged", func() bool {
+	testkit.WaitFor(t, "the broken reload is logged", func() bool {
 		return strings.Contains(stderr.String(), "config reload rejected") && strings.Contains(stderr.String(), "not_a_key")
 	})
 	if got := status("summit", "summit-demo"); got != 200 {

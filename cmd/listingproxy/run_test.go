@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"listingproxy/internal/testkit"
 )
 
 // demoConfig is the shipped config.yaml pointed at a temporary database and
@@ -273,7 +275,7 @@ func TestRunDrainsBeforeShutdown(t *testing.T) {
 	}
 
 	close(fire)
-	eventually(t, "the listener closes after the drain delay", func() bool {
+	testkit.WaitFor(t, "the listener closes after the drain delay", func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			return true

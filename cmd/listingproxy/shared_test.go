@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"listingproxy/config"
+	"listingproxy/internal/testkit"
 )
 
 // fleetApps wires two replicas of the demo configuration sharing the test
@@ -74,7 +75,7 @@ func TestFleetSharesBodiesAndPurges(t *testing.T) {
 	if w := adminPurge(b, "tenant=harbour&mode=hard", "admin", "admin-demo"); w.Code != 200 {
 		t.Fatalf("purge on replica b: %d %q", w.Code, w.Body)
 	}
-	eventually(t, "the purge to reach replica a", func() bool { return a.cache.Stats().PurgesReceived >= 1 })
+	testkit.WaitFor(t, "the purge to reach replica a", func() bool { return a.cache.Stats().PurgesReceived >= 1 })
 	if cs := demoGet(t, a.handler, "harbour", target).Header().Get("Cache-Status"); !strings.Contains(cs, "miss") {
 		t.Errorf("replica a after the purge on b: Cache-Status %q, want a miss", cs)
 	}

@@ -11,6 +11,7 @@ import (
 	"encoding/base64"
 	"net"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -88,4 +89,20 @@ func DocumentedDefaults(t testing.TB, path string, keep func(key string) bool) m
 		}
 	}
 	return got
+}
+
+// WaitFor polls cond until it holds and fails the test when it has not
+// held after a minute: a watchdog generous enough for a loaded machine, not
+// an assertion on elapsed time. It waits for an event; tests that can be
+// told of the event through a channel should use the channel instead.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
 }

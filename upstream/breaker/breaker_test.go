@@ -432,7 +432,7 @@ func TestHalfOpen(t *testing.T) {
 	})
 	b := r.Wrap(fb, breaker.Backend{Name: "sql"})
 	list(b, "t")
-	eventually(t, "half-open", func() bool { return states(r)["sql/t"] == "half-open" })
+	testkit.WaitFor(t, "half-open", func() bool { return states(r)["sql/t"] == "half-open" })
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() {
@@ -457,17 +457,6 @@ func TestHalfOpen(t *testing.T) {
 	want := []string{"sql/t:closed->open", "sql/t:open->half-open", "sql/t:half-open->closed"}
 	if diff := cmp.Diff(want, changes); diff != "" {
 		t.Errorf("state changes (-want +got):\n%s", diff)
-	}
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
