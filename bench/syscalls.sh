@@ -19,10 +19,9 @@ need wrk wrk
 need strace strace
 need python3 python3
 
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
+. bench/lib.sh
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-600}
+bench_start
 
 go build -o "$work/listingproxy" ./cmd/listingproxy
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
