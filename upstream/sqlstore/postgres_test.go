@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"listingproxy/internal/tcpproxy"
+	"listingproxy/internal/testkit"
 	"listingproxy/upstream"
 )
 
@@ -105,12 +106,7 @@ func TestPostgresOpenWaitsForTheDatabase(t *testing.T) {
 	if err := px.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; st.Ready() != nil; i++ {
-		if i == 2000 {
-			t.Fatalf("never ready after the database came back: %v", st.Ready())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, "the store to be ready after the database came back", func() bool { return st.Ready() == nil })
 	props, err := st.ListProperties(ctx, sc, parseProps(t, ""))
 	if err != nil || len(props) != 0 {
 		t.Errorf("ListProperties once ready: %d properties, %v; want none (empty schema), no error", len(props), err)
