@@ -20,8 +20,6 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/crypto/bcrypt"
-
 	"listingproxy/cache"
 	"listingproxy/telemetry"
 	"listingproxy/upstream/breaker"
@@ -73,7 +71,7 @@ type BreakerStates interface {
 // New returns the admin API's handler.
 func New(o Options) http.Handler {
 	mux := http.NewServeMux()
-	auth := func(h http.Handler) http.Handler { return o.requireOperator(h) }
+	auth := newOperatorAuth(o.Username, o.PasswordBcrypt).require
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
@@ -158,21 +156,6 @@ func (o Options) purgeHandler() http.Handler {
 			return
 		}
 		fmt.Fprintf(w, "purged tenant=%s resource=%s mode=%s\n", tenant, orAll(resource), mode)
-	})
-}
-
-// requireOperator lets through only requests with the operator's
-// credentials.
-func (o Options) requireOperator(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		user, pass, ok := r.BasicAuth()
-		if o.Username == "" || !ok || user != o.Username ||
-			bcrypt.CompareHashAndPassword([]byte(o.PasswordBcrypt), []byte(pass)) != nil {
-			w.Header().Set("WWW-Authenticate", `Basic realm="listingproxy admin"`)
-			http.Error(w, "admin credentials required", http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
 	})
 }
 

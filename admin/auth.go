@@ -1,0 +1,89 @@
+package admin
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+	"sync/atomic"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// operatorAuth checks the operator's Basic credentials with bounded cost.
+// A bcrypt comparison costs tens of milliseconds of CPU, and the admin
+// listener used to run one per request, unbounded: anything that could
+// reach it (a scraper of /status, a wrong-password loop) could take the
+// cores from the public listener. So:
+//
+//   - the credential last verified is remembered as an HMAC under a key
+//     drawn at start (never the password), and a request presenting it
+//     again costs one SHA-256, no bcrypt;
+//   - at most one bcrypt runs at a time; a request that finds it busy gets
+//     429 with Retry-After at once, no bcrypt, no queue.
+//
+// One operator, one remembered credential: the memo is a single value, so
+// it needs no eviction. It is hand-written because it is twenty lines; the
+// public listener's bounded pool (proxy/auth.go) serves many users.
+type operatorAuth struct {
+	user, hash string
+	key        [32]byte
+	verified   atomic.Pointer[[sha256.Size]byte]
+	slot       chan struct{} // capacity 1: the one bcrypt allowed to run
+}
+
+func newOperatorAuth(user, hash string) *operatorAuth {
+	a := &operatorAuth{user: user, hash: hash, slot: make(chan struct{}, 1)}
+	rand.Read(a.key[:]) // never fails (crypto/rand)
+	return a
+}
+
+// mac is the remembered form of a credential.
+func (a *operatorAuth) mac(user, pass string) *[sha256.Size]byte {
+	m := hmac.New(sha256.New, a.key[:])
+	m.Write([]byte(user))
+	m.Write([]byte{0})
+	m.Write([]byte(pass))
+	var sum [sha256.Size]byte
+	m.Sum(sum[:0])
+	return &sum
+}
+
+// require lets through only requests with the operator's credentials.
+func (a *operatorAuth) require(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, ok := r.BasicAuth()
+		if a.user == "" || !ok {
+			deny(w)
+			return
+		}
+		sum := a.mac(user, pass)
+		if v := a.verified.Load(); v != nil && subtle.ConstantTimeCompare(v[:], sum[:]) == 1 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		select {
+		case a.slot <- struct{}{}:
+		default:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "admin credential check busy: retry", http.StatusTooManyRequests)
+			return
+		}
+		// The username is compared after the bcrypt, so that a wrong name
+		// costs what a wrong password does.
+		good := bcrypt.CompareHashAndPassword([]byte(a.hash), []byte(pass)) == nil
+		<-a.slot
+		if !good || subtle.ConstantTimeCompare([]byte(user), []byte(a.user)) != 1 {
+			deny(w)
+			return
+		}
+		a.verified.Store(sum)
+		next.ServeHTTP(w, r)
+	})
+}
+
+func deny(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Basic realm="listingproxy admin"`)
+	http.Error(w, "admin credentials required", http.StatusUnauthorized)
+}
