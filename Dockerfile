@@ -2,7 +2,7 @@
 # configuration (the embedded SQLite demo; its data is generated into /data
 # on first start). The entrypoint is the binary, so every command runs:
 #
-#   docker build -t listingproxy .
+#   docker build --build-arg COMMIT=$(git rev-parse --short HEAD) -t listingproxy .
 #   docker run --rm -p 127.0.0.1:8080:8080 listingproxy                # serve the demo
 #   docker run --rm listingproxy version                               # or check-config, seed, diff, ...
 #   docker run --rm -i listingproxy hash-password < password.txt
@@ -19,7 +19,10 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/listingproxy ./cmd/listingproxy \
+# The build context has no .git (.dockerignore): pass the revision, e.g.
+#   docker build --build-arg COMMIT=$(git rev-parse --short HEAD) -t listingproxy .
+ARG COMMIT=unknown
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X listingproxy/telemetry.commit=${COMMIT}" -o /out/listingproxy ./cmd/listingproxy \
  && mkdir -p /out/data
 
 FROM gcr.io/distroless/static-debian12:nonroot

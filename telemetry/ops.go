@@ -26,6 +26,12 @@ type Build struct {
 	GoVersion string
 }
 
+// commit is the revision set at link time, for builds that have no VCS
+// information: the container image is built from a context without .git,
+// so the Dockerfile passes its COMMIT build argument as
+// -ldflags "-X listingproxy/telemetry.commit=...". Empty: the toolchain's.
+var commit string
+
 // ReadBuild returns the running binary's Build.
 func ReadBuild() Build {
 	b := Build{Version: "(devel)", Commit: "unknown", GoVersion: runtime.Version()}
@@ -46,6 +52,9 @@ func ReadBuild() Build {
 	}
 	if dirty && b.Commit != "unknown" {
 		b.Commit += "-dirty"
+	}
+	if commit != "" && b.Commit == "unknown" {
+		b.Commit = commit
 	}
 	return b
 }

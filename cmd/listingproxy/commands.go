@@ -97,7 +97,7 @@ func checkConfig(args []string, getenv func(string) string, stdout, stderr io.Wr
 			return fmt.Errorf("%s: %w", source, err)
 		}
 	}
-	_, err = fmt.Fprintf(stdout, "%s: ok (%d backends, %d tenants, %d users)\n", source, len(cfg.Backends), len(cfg.Tenants), len(cfg.Users))
+	_, err = fmt.Fprintf(stdout, "%s: ok (%s, %s, %s)\n", source, count(len(cfg.Backends), "backend"), count(len(cfg.Tenants), "tenant"), count(len(cfg.Users), "user"))
 	return err
 }
 
@@ -167,4 +167,12 @@ func exitStatus(err error, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, "listingproxy:", err)
 	return 1
+}
+
+// count is "1 backend", "2 backends", "0 backends".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

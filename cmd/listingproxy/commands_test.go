@@ -183,9 +183,9 @@ breaker: {failures: many}
 		stdout     string
 		stderrHave []string
 	}{
-		{"valid", []string{"check-config", "-config", good}, 0, good + ": ok (1 backends, 1 tenants, 0 users)\n", nil},
-		{"file as argument", []string{"check-config", good}, 0, good + ": ok (1 backends, 1 tenants, 0 users)\n", nil},
-		{"shipped demo", []string{"check-config", "-config", "../../config.yaml"}, 0, "../../config.yaml: ok (1 backends, 2 tenants, 4 users)\n", nil},
+		{"valid", []string{"check-config", "-config", good}, 0, good + ": ok (1 backend, 1 tenant, 0 users)\n", nil},
+		{"file as argument", []string{"check-config", good}, 0, good + ": ok (1 backend, 1 tenant, 0 users)\n", nil},
+		{"shipped demo", []string{"check-config", "-config", "../../config.yaml"}, 0, "../../config.yaml: ok (1 backend, 2 tenants, 4 users)\n", nil},
 		{"every problem, located", []string{"check-config", "-config", bad}, 1, "", []string{
 			"listingproxy: invalid configuration (7 problems):\n",
 			"  " + bad + `:1: listen: invalid listen address "nope" (want host:port or :port)` + "\n",

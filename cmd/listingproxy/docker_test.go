@@ -104,7 +104,10 @@ func TestDockerfile(t *testing.T) {
 		t.Fatalf("HEALTHCHECK CMD %q: want /listingproxy healthcheck", health)
 	}
 	src, _ := os.ReadFile("../../Dockerfile")
-	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "COPY config.yaml /etc/listingproxy/config.yaml", "WORKDIR /data"} {
+	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "COPY config.yaml /etc/listingproxy/config.yaml", "WORKDIR /data",
+		// The context has no .git: the revision comes in as a build
+		// argument, linked into telemetry (TestLinkTimeCommit).
+		"ARG COMMIT=unknown", "-X listingproxy/telemetry.commit=${COMMIT}"} {
 		if !strings.Contains(string(src), want) {
 			t.Errorf("Dockerfile lacks %s", want)
 		}
