@@ -47,12 +47,13 @@ var importRules = map[string]importRule{
 		notStd: []string{"database/sql"}},
 	"telemetry": {own: []string{"cache", "clientip", "upstream", "upstream/breaker"},
 		ext: []string{"github.com/prometheus/client_golang/", "go.opentelemetry.io/"}, notStd: []string{"database/sql"}},
-	"statuspage":        {own: []string{"cache", "telemetry", "upstream/breaker"}},
-	"admin":             {own: []string{"cache", "telemetry", "upstream/breaker"}, ext: []string{"golang.org/x/crypto/bcrypt"}},
-	"config":            {own: []string{"cache", "clientip", "upstream", "upstream/breaker"}, ext: []string{"gopkg.in/yaml.v3", "golang.org/x/crypto/bcrypt"}},
-	"docdiff":           {ext: []string{"github.com/beevik/etree"}},
-	"internal/tcpproxy": {},
-	"internal/testkit":  {own: []string{"normalize", "upstream"}},
+	"statuspage":             {own: []string{"cache", "telemetry", "upstream/breaker"}},
+	"admin":                  {own: []string{"cache", "telemetry", "upstream/breaker"}, ext: []string{"golang.org/x/crypto/bcrypt"}},
+	"config":                 {own: []string{"cache", "clientip", "upstream", "upstream/breaker"}, ext: []string{"gopkg.in/yaml.v3", "golang.org/x/crypto/bcrypt"}},
+	"docdiff":                {ext: []string{"github.com/beevik/etree"}},
+	"internal/tcpproxy":      {},
+	"internal/legacyfixture": {},
+	"internal/testkit":       {own: []string{"normalize", "upstream"}},
 }
 
 // testOnly are packages that only _test.go files may import.

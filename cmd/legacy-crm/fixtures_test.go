@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"listingproxy/docdiff"
+	"listingproxy/internal/legacyfixture"
 	"listingproxy/upstream/crm"
 )
 
@@ -23,7 +24,7 @@ import (
 // fields; the not-found message is the legacy's own.
 func TestFixtureFidelity(t *testing.T) {
 	const dir = "testdata/fixtures"
-	legacy := httptest.NewServer(fixtureHandler(dir, "text/html; charset=UTF-8", http.NotFoundHandler()))
+	legacy := httptest.NewServer(legacyfixture.Handler(dir, "text/html; charset=UTF-8", http.NotFoundHandler()))
 	defer legacy.Close()
 	front, _ := newFrontWith(t, crm.Options{BaseURL: legacy.URL, Hydrate: crm.HydrateNever, PassThrough: true}, nil)
 

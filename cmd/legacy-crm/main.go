@@ -13,7 +13,7 @@
 //
 // With -fixtures, a GET whose path names a file under DIR is answered with
 // that document as written (hand-written or recorded legacy answers with
-// their quirks, fixtures.go), not by the stand-in's renderer.
+// their quirks, package internal/legacyfixture), not by the stand-in's renderer.
 //
 // It is listingproxy's own API surface (proxy.Server) with no cache, so it
 // answers exactly what the spec and the wire format say; the fault
@@ -39,6 +39,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"listingproxy/internal/legacyfixture"
 	"listingproxy/proxy"
 	"listingproxy/upstream"
 	"listingproxy/upstream/sqlstore"
@@ -249,7 +250,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	if *fixtures != "" {
-		h = fixtureHandler(*fixtures, *fixtureType, h)
+		h = legacyfixture.Handler(*fixtures, *fixtureType, h)
 	}
 	if *verbose {
 		h = accessLog(h, log)

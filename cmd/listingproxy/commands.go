@@ -21,7 +21,7 @@ var commands = []struct{ name, summary string }{
 	{"check-config", "validate a configuration and list every problem; binds no port, opens no backend"},
 	{"version", "print the version, the commit and the Go version"},
 	{"seed", "create and fill a SQL backend's tables with demo data"},
-	{"diff", "compare an old and a new endpoint's answers for a list of paths"},
+	{"diff", "compare an old endpoint (or its recorded answers) with a new one, path by path"},
 	{"hash-password", "print the bcrypt hash of a password for config.yaml (no echo on a terminal)"},
 	{"healthcheck", "GET the admin listener's /healthz; exit 0 when it answers 200 (for HEALTHCHECK)"},
 }

@@ -19,15 +19,23 @@ import (
 	"time"
 
 	"listingproxy/docdiff"
+	"listingproxy/internal/legacyfixture"
 )
 
 const diffUsage = `usage: listingproxy diff -old URL -new URL [flags] [-paths FILE | -log FILE | PATHS-FILE]
+       listingproxy diff [-old URL] -new URL -fixtures DIR [flags] [-paths FILE | -log FILE | PATHS-FILE]
 
 Requests every path from the old and the new endpoint and compares the
 answers: status code, content type, and the documents structurally (XML:
 elements, their order, attributes and text; JSON: keys, their order, and
 values). Prints the first differences of each path that differs and a
 summary line, and exits 1 when any path differs or fails.
+
+With -fixtures DIR (a corpus of recorded legacy answers, DIR/au/properties.xml
+answering /au/properties.xml), the paths are the files under DIR unless
+-paths or -log give them, and without -old each file is the old answer
+(status 200; its content type is not compared; a path's query is ignored
+to find its file, as the stand-in legacy-crm -fixtures does).
 
 Passwords may come from the environment instead of flags:
 LISTINGPROXY_DIFF_PASSWORD (both), LISTINGPROXY_DIFF_OLD_PASSWORD,
@@ -36,10 +44,12 @@ LISTINGPROXY_DIFF_NEW_PASSWORD.
 Flags:
 `
 
-// diffSide is one endpoint of a comparison.
+// diffSide is one endpoint of a comparison: a base URL, or a directory of
+// recorded answers (fixtures).
 type diffSide struct {
 	base           *url.URL
 	user, password string
+	fixtures       string
 }
 
 // diffResult is the comparison of one path.
@@ -71,6 +81,8 @@ func diffCommand(ctx context.Context, args []string, getenv func(string) string,
 	maxDiffs := fs.Int("max-diffs", 5, "differences printed per path")
 	concurrency := fs.Int("concurrency", 4, "paths compared at once")
 	timeout := fs.Duration("timeout", 10*time.Second, "per request")
+	fixtures := fs.String("fixtures", "", "directory of recorded legacy answers: the corpus of paths, and without -old the old answers")
+	ignoreCT := fs.Bool("ignore-content-type", false, "do not compare content types (a legacy endpoint that labels its XML text/html)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -82,6 +94,11 @@ func diffCommand(ctx context.Context, args []string, getenv func(string) string,
 			return errors.New("diff: give one of -paths, -log or a paths file")
 		}
 		*pathsFile = fs.Arg(0)
+	}
+	if *fixtures != "" {
+		if st, err := os.Stat(*fixtures); err != nil || !st.IsDir() {
+			return fmt.Errorf("diff: -fixtures %q: not a directory", *fixtures)
+		}
 	}
 
 	var problems []string
@@ -96,10 +113,18 @@ func diffCommand(ctx context.Context, args []string, getenv func(string) string,
 		return diffSide{base: base, user: u, password: p}
 	}
 	pw := cmpOr(*password, getenv("LISTINGPROXY_DIFF_PASSWORD"))
-	old := side("old", *oldURL, cmpOr(*oldUser, *user), cmpOr(*oldPassword, getenv("LISTINGPROXY_DIFF_OLD_PASSWORD"), pw))
+	var old diffSide
+	if *oldURL != "" || *fixtures == "" {
+		old = side("old", *oldURL, cmpOr(*oldUser, *user), cmpOr(*oldPassword, getenv("LISTINGPROXY_DIFF_OLD_PASSWORD"), pw))
+	} else {
+		old = diffSide{fixtures: *fixtures}
+	}
 	nw := side("new", *newURL, cmpOr(*newUser, *user), cmpOr(*newPassword, getenv("LISTINGPROXY_DIFF_NEW_PASSWORD"), pw))
-	if (*pathsFile == "") == (*logFile == "") {
+	switch {
+	case *pathsFile != "" && *logFile != "":
 		problems = append(problems, "give one of -paths FILE, -log FILE or a paths file")
+	case *pathsFile == "" && *logFile == "" && *fixtures == "":
+		problems = append(problems, "give one of -paths FILE, -log FILE, a paths file or -fixtures DIR")
 	}
 	if *concurrency < 1 || *maxDiffs < 0 || *timeout <= 0 {
 		problems = append(problems, "-concurrency and -timeout must be positive, -max-diffs not negative")
@@ -110,10 +135,13 @@ func diffCommand(ctx context.Context, args []string, getenv func(string) string,
 
 	var paths []string
 	var err error
-	if *logFile != "" {
+	switch {
+	case *logFile != "":
 		paths, err = readInput(*logFile, stdin, pathsFromLog)
-	} else {
+	case *pathsFile != "":
 		paths, err = readInput(*pathsFile, stdin, pathsFromList)
+	default:
+		paths, err = legacyfixture.Paths(*fixtures)
 	}
 	if err != nil {
 		return fmt.Errorf("diff: %w", err)
@@ -136,7 +164,7 @@ func diffCommand(ctx context.Context, args []string, getenv func(string) string,
 	}
 	defer hc.CloseIdleConnections()
 
-	results := compareAll(ctx, hc, old, nw, paths, *concurrency)
+	results := compareAll(ctx, hc, old, nw, paths, *concurrency, *ignoreCT)
 	differ, failed := 0, 0
 	for _, r := range results {
 		switch {
@@ -173,7 +201,7 @@ func cmpOr(vals ...string) string {
 
 // compareAll compares every path, at most concurrency at once, and returns
 // the results in the order of paths.
-func compareAll(ctx context.Context, hc *http.Client, old, nw diffSide, paths []string, concurrency int) []diffResult {
+func compareAll(ctx context.Context, hc *http.Client, old, nw diffSide, paths []string, concurrency int, ignoreCT bool) []diffResult {
 	results := make([]diffResult, len(paths))
 	sem := make(chan struct{}, concurrency)
 	var wg sync.WaitGroup
@@ -181,7 +209,7 @@ func compareAll(ctx context.Context, hc *http.Client, old, nw diffSide, paths []
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			results[i] = comparePath(ctx, hc, old, nw, p)
+			results[i] = comparePath(ctx, hc, old, nw, p, ignoreCT)
 		})
 	}
 	wg.Wait()
@@ -195,7 +223,7 @@ type answer struct {
 	body        []byte
 }
 
-func comparePath(ctx context.Context, hc *http.Client, old, nw diffSide, path string) diffResult {
+func comparePath(ctx context.Context, hc *http.Client, old, nw diffSide, path string, ignoreCT bool) diffResult {
 	res := diffResult{path: path}
 	var a, b answer
 	var errA, errB error
@@ -210,7 +238,7 @@ func comparePath(ctx context.Context, hc *http.Client, old, nw diffSide, path st
 	if a.status != b.status {
 		res.diffs = append(res.diffs, docdiff.Difference{Path: "(status)", Kind: "status", Old: strconv.Itoa(a.status), New: strconv.Itoa(b.status)})
 	}
-	if ca, cb := normalizeContentType(a.contentType), normalizeContentType(b.contentType); ca != cb {
+	if ca, cb := normalizeContentType(a.contentType), normalizeContentType(b.contentType); ca != cb && !ignoreCT && old.fixtures == "" {
 		res.diffs = append(res.diffs, docdiff.Difference{Path: "(content-type)", Kind: "content-type", Old: strconv.Quote(ca), New: strconv.Quote(cb)})
 	}
 	format := docdiff.Detect(a.contentType, a.body)
@@ -239,6 +267,13 @@ func normalizeContentType(ct string) string {
 }
 
 func fetchAnswer(ctx context.Context, hc *http.Client, s diffSide, path string) (answer, error) {
+	if s.fixtures != "" {
+		b, ok := legacyfixture.Read(s.fixtures, path)
+		if !ok {
+			return answer{}, fmt.Errorf("no recorded answer for %s under %s", path, s.fixtures)
+		}
+		return answer{status: http.StatusOK, body: b}, nil
+	}
 	u, err := joinPath(s.base, path)
 	if err != nil {
 		return answer{}, err

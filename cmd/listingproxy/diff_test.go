@@ -208,7 +208,7 @@ func TestDiffFlagErrors(t *testing.T) {
 	}{
 		{[]string{"-new", "http://h", paths}, "-old is required"},
 		{[]string{"-old", "ftp://h", "-new", "http://h", paths}, `-old "ftp://h": want an http(s) base URL`},
-		{[]string{"-old", "http://h", "-new", "http://h"}, "give one of -paths FILE, -log FILE or a paths file"},
+		{[]string{"-old", "http://h", "-new", "http://h"}, "give one of -paths FILE, -log FILE, a paths file or -fixtures DIR"},
 		{[]string{"-old", "http://h", "-new", "http://h", "-paths", paths, "-log", paths}, "give one of"},
 		{[]string{"-old", "http://h", "-new", "http://h", "-concurrency", "0", paths}, "-concurrency"},
 		{[]string{"-old", "http://h", "-new", "http://h", "-paths", filepath.Join(t.TempDir(), "none")}, "no such file"},

@@ -7,6 +7,7 @@
 //	listingproxy version
 //	listingproxy seed -config FILE -backend NAME [-properties N] [-agents N]
 //	listingproxy diff -old URL -new URL [flags] PATHS-FILE
+//	listingproxy diff -new URL -fixtures DIR [flags]
 //	listingproxy hash-password [-cost N]
 //	listingproxy healthcheck [-config FILE] [-admin-listen ADDR]
 //
