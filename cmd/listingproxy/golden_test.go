@@ -49,7 +49,7 @@ func newEngineApp(t *testing.T, engine string) *app {
 // engineConfig is demoConfig with the demo backend on a fresh database of
 // engine and extra lines added to the backend's settings. It returns the
 // configuration's path and the backend's DSN.
-func engineConfig(t *testing.T, engine, extra string) (path, dsn string) {
+func engineConfig(t testing.TB, engine, extra string) (path, dsn string) {
 	t.Helper()
 	path = demoConfig(t)
 	src, err := os.ReadFile(path)
@@ -71,7 +71,7 @@ func engineConfig(t *testing.T, engine, extra string) (path, dsn string) {
 	return path, dsn
 }
 
-func newAppFrom(t *testing.T, path string) *app {
+func newAppFrom(t testing.TB, path string) *app {
 	t.Helper()
 	cfg, err := config.Load(path, func(string) string { return "" })
 	if err != nil {
@@ -124,7 +124,7 @@ var goldenCases = []struct{ name, user, target string }{
 // freshDatabase creates an empty schema (PostgreSQL) or database (MySQL)
 // on the test server of engine, dropped when the test ends, and returns a
 // DSN for it.
-func freshDatabase(t *testing.T, engine string) string {
+func freshDatabase(t testing.TB, engine string) string {
 	t.Helper()
 	env := map[string]string{"postgres": "LISTINGPROXY_TEST_POSTGRES_DSN", "mysql": "LISTINGPROXY_TEST_MYSQL_DSN"}[engine]
 	dsn := os.Getenv(env)

@@ -19,7 +19,7 @@ import (
 
 // demoConfig is the shipped config.yaml pointed at a temporary database and
 // ephemeral ports.
-func demoConfig(t *testing.T) string {
+func demoConfig(t testing.TB) string {
 	t.Helper()
 	src, err := os.ReadFile("../../config.yaml")
 	if err != nil {
