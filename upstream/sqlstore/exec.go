@@ -85,7 +85,18 @@ func (s *Store) each(ctx context.Context, name string, q *query, f func(*sql.Row
 }
 
 func (s *Store) eachOnce(ctx context.Context, q *query, f func(*sql.Rows) error) error {
-	rows, err := s.db.QueryContext(ctx, q.String(), q.args...)
+	var rows *sql.Rows
+	var err error
+	if s.stmts != nil {
+		st, release, err := s.stmts.get(ctx, q.String())
+		if err != nil {
+			return err
+		}
+		defer release() // after rows.Close below
+		rows, err = st.QueryContext(ctx, q.args...)
+	} else {
+		rows, err = s.db.QueryContext(ctx, q.String(), q.args...)
+	}
 	if err != nil {
 		return err
 	}

@@ -501,7 +501,7 @@ func (s *Store) decorateProperties(ctx context.Context, page []upstream.Property
 		// Agents, by position.
 		q := newQuery(s.d)
 		q.add("SELECT pa.property_id, a.id, a.name FROM property_agents pa JOIN agents a ON a.id = pa.agent_id WHERE ",
-			in(q, "pa.property_id", chunk), " ORDER BY pa.property_id, pa.position, a.id")
+			inIDs(q, "pa.property_id", chunk), " ORDER BY pa.property_id, pa.position, a.id")
 		err := s.each(ctx, "load_property_agents", q, func(rows *sql.Rows) error {
 			var pid int64
 			var a upstream.AgentRef
@@ -520,7 +520,7 @@ func (s *Store) decorateProperties(ctx context.Context, page []upstream.Property
 		q = newQuery(s.d)
 		if full {
 			q.add("SELECT m.property_id, m.kind, m.url, m.thumbnail, m.type, m.caption, m.position FROM property_media m WHERE ",
-				in(q, "m.property_id", chunk), " ORDER BY m.property_id, m.kind, m.position")
+				inIDs(q, "m.property_id", chunk), " ORDER BY m.property_id, m.kind, m.position")
 			err = s.each(ctx, "load_media", q, func(rows *sql.Rows) error {
 				var pid int64
 				var kind string
@@ -544,7 +544,7 @@ func (s *Store) decorateProperties(ctx context.Context, page []upstream.Property
 			})
 		} else {
 			q.add("SELECT m.property_id, m.kind, count(*) FROM property_media m WHERE ",
-				in(q, "m.property_id", chunk), " GROUP BY m.property_id, m.kind")
+				inIDs(q, "m.property_id", chunk), " GROUP BY m.property_id, m.kind")
 			err = s.each(ctx, "count_media", q, func(rows *sql.Rows) error {
 				var pid int64
 				var kind string
@@ -574,7 +574,7 @@ func (s *Store) decorateProperties(ctx context.Context, page []upstream.Property
 		// Open homes that have not ended, by start.
 		q = newQuery(s.d)
 		q.add("SELECT o.property_id, o.starts_at, o.ends_at FROM openhomes o WHERE ",
-			in(q, "o.property_id", chunk), " AND o.ends_at > ", q.arg(s.d.timeArg(now)),
+			inIDs(q, "o.property_id", chunk), " AND o.ends_at > ", textArg(q, s.d.timeArg(now)),
 			" ORDER BY o.property_id, o.starts_at, o.ends_at")
 		err = s.each(ctx, "load_openhomes", q, func(rows *sql.Rows) error {
 			var pid int64

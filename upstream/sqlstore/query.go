@@ -4,6 +4,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,6 +47,43 @@ func in[T any](q *query, expr string, vs []T) string {
 	}
 	b.WriteString(")")
 	return b.String()
+}
+
+// inIDs returns a condition that expr is one of ids, which must not be
+// empty. On SQLite the ids are bound as one JSON array read by json_each,
+// so the statement's text is the same for any number of ids (one cached
+// statement, see stmtCache) and no bound value is one SQLite's STAT4
+// statistics look at: SQLite recompiles a prepared statement on every new
+// binding of a parameter compared with an indexed column (the child-table
+// statements of a page were compiled twice per request, docs/performance.md
+// "Misses"), and these lookups by key have one plan whatever the ids.
+// Elsewhere it is an IN list.
+func inIDs(q *query, expr string, ids []int64) string {
+	if _, ok := q.d.(sqliteDialect); !ok {
+		return in(q, expr, ids)
+	}
+	b := make([]byte, 0, 2+len(ids)*8)
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	b = append(b, ']')
+	return expr + " IN (SELECT value FROM json_each(" + q.arg(string(b)) + "))"
+}
+
+// textArg returns the placeholder of the text value v in a condition whose
+// plan does not depend on v. On SQLite the placeholder is wrapped in an
+// expression ("(? || ”)", the same text) so that STAT4 does not look at the
+// value and the prepared statement is not recompiled for each new one (see
+// inIDs). Elsewhere it is the plain placeholder.
+func textArg(q *query, v any) string {
+	if _, ok := q.d.(sqliteDialect); ok {
+		return "(" + q.arg(v) + " || '')"
+	}
+	return q.arg(v)
 }
 
 // where appends " WHERE c1 AND c2 ..." (conds were built in order by arg).

@@ -1,0 +1,91 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"listingproxy/upstream"
+)
+
+// TestStatementCacheOneTextPerStatement lists full pages of every size from
+// 1 to 25 at several offsets: the page statement binds its limit and
+// offset, and the child-table statements bind the page's ids as one value
+// (inIDs), so the SQLite store prepares five statements in all (with the
+// tenant's lookup), not one per page size.
+func TestStatementCacheOneTextPerStatement(t *testing.T) {
+	st, _ := seededSQLite(t)
+	ctx := context.Background()
+	s := upstream.Scope{Tenant: "harbour", Country: "au"}
+	for limit := 1; limit <= 25; limit++ {
+		for _, offset := range []int{0, 7, 390} {
+			if _, err := st.ListProperties(ctx, s, parseProps(t, fmt.Sprintf("detail=full&order=price&limit=%d&offset=%d", limit, offset))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// tenant lookup, page, agents, media, open homes
+	if texts := st.stmts.texts(); len(texts) != 5 {
+		t.Errorf("%d statements prepared, want 5 (one per statement of a full list):\n%s", len(texts), strings.Join(texts, "\n"))
+	}
+}
+
+// TestStatementCacheEvictsInUse runs lists of many shapes from several
+// goroutines through a cache of two statements, so statements are evicted
+// and closed while other queries still read their rows: every answer must
+// be the one a store without the cache gives.
+func TestStatementCacheEvictsInUse(t *testing.T) {
+	st, _ := seededSQLite(t)
+	ctx := context.Background()
+	s := upstream.Scope{Tenant: "harbour", Country: "au"}
+	var queries []string
+	for _, order := range []string{"id", "price", "suburb", "bedrooms", "last_updated", "agency_id"} {
+		queries = append(queries, "detail=full&limit=12&order="+order, "limit=5&offset=3&order="+order)
+	}
+	cached := st.stmts
+	st.stmts = nil // the reference answers, unprepared
+	want := make([][]upstream.Property, len(queries))
+	for i, q := range queries {
+		ps, err := st.ListProperties(ctx, s, parseProps(t, q))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = ps
+	}
+	st.stmts = cached
+	st.stmts.max = 2
+
+	const workers = 6
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for round := range 4 {
+				for k := range queries {
+					i := (k + w + round) % len(queries)
+					got, err := st.ListProperties(ctx, s, parseProps(t, queries[i]))
+					if err == nil {
+						if diff := cmp.Diff(want[i], got); diff != "" {
+							err = fmt.Errorf("%s: differs from the unprepared answer (-want +got):\n%s", queries[i], diff)
+						}
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if n := len(st.stmts.texts()); n > 2 {
+		t.Errorf("%d statements cached, want at most 2", n)
+	}
+}
