@@ -51,6 +51,7 @@ var importRules = map[string]importRule{
 	"admin":                  {own: []string{"cache", "telemetry", "upstream/breaker"}, ext: []string{"golang.org/x/crypto/bcrypt"}},
 	"config":                 {own: []string{"cache", "clientip", "upstream", "upstream/breaker"}, ext: []string{"gopkg.in/yaml.v3", "golang.org/x/crypto/bcrypt"}},
 	"docdiff":                {ext: []string{"github.com/beevik/etree"}},
+	"internal/onewrite":      {},
 	"internal/tcpproxy":      {},
 	"internal/legacyfixture": {},
 	"internal/testkit":       {own: []string{"normalize", "upstream"}},

@@ -19,6 +19,7 @@ import (
 	"listingproxy"
 	"listingproxy/cache"
 	"listingproxy/config"
+	"listingproxy/internal/onewrite"
 )
 
 // serve runs the service until ctx is done or SIGINT/SIGTERM arrives, then
@@ -89,7 +90,7 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	// The memory limit (see limitMemory) lasts as long as serve.
 	defer limitMemory(cmp.Or(int64(cfg.Cache.MaxBytes), cache.DefaultMaxBytes), getenv, log)()
-	servers := []served{{newHTTPServer(cfg.Server, app.handler, log), ln}}
+	servers := []served{publicServer(cfg.Server, app.handler, log, ln, cert != nil)}
 	adminURL := ""
 	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
 		aln, err := net.Listen("tcp", cfg.AdminListen)
@@ -267,6 +268,18 @@ func newHTTPServer(c config.Server, h http.Handler, log *slog.Logger) *http.Serv
 		// not net/http's empty 200.
 		DisableGeneralOptionsHandler: true,
 	}
+}
+
+// publicServer is the API's http.Server on ln. Without TLS its
+// connections send a response larger than net/http's 4 KB connection buffer
+// in one write instead of two (internal/onewrite; app.handler arms them).
+func publicServer(c config.Server, h http.Handler, log *slog.Logger, ln net.Listener, tls bool) served {
+	srv := newHTTPServer(c, h, log)
+	if !tls {
+		ln = onewrite.Listener(ln)
+		srv.ConnContext = onewrite.ConnContext
+	}
+	return served{srv, ln}
 }
 
 func displayAddr(a net.Addr) string {

@@ -21,6 +21,7 @@ import (
 	"listingproxy/cache"
 	"listingproxy/clientip"
 	"listingproxy/config"
+	"listingproxy/internal/onewrite"
 	"listingproxy/proxy"
 	"listingproxy/telemetry"
 	"listingproxy/upstream"
@@ -234,9 +235,9 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	a.errors = telemetry.NewErrorDigest(telemetry.DigestOptions{Logger: log, Now: now})
 	a.closers = append(a.closers, a.errors.Flush)
 	trusted := trustedProxies(cfg)
-	a.handler = a.closeWhenDraining(telemetry.ServerHandler(telemetry.Middleware(telemetry.AccessOptions{
+	a.handler = onewrite.Handler(a.closeWhenDraining(telemetry.ServerHandler(telemetry.Middleware(telemetry.AccessOptions{
 		Logger: log, Metrics: a.metrics, TrustedProxies: trusted, Errors: a.errors,
-	})(a.srv), tp))
+	})(a.srv), tp)))
 	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
 	a.admin = admin.New(a.adminOptions(cfg, backends, metrics, purged))
 	return a, nil

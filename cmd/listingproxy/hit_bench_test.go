@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"listingproxy/config"
+)
+
+// BenchmarkServeHit measures a cache hit through everything a client
+// reaches: net/http's server (as serve configures it: timeouts, header
+// limit), the drain check, the access middleware with metrics, and the
+// proxy, over a real loopback connection. The client is one keep-alive
+// connection writing a fixed request and reading each response without
+// allocating, so allocs/op and B/op are the server's (they do not depend
+// on the machine's load, unlike ns/op, which includes the client and both
+// ends of the socket).
+func BenchmarkServeHit(b *testing.B) {
+	cases := []struct{ name, target, encoding string }{
+		{"2KB", "/au/properties.xml?detail=full&limit=1&order=price", ""},
+		{"45KB", "/au/properties.xml?detail=full&limit=22&order=price", ""},
+		{"45KB-gzip", "/au/properties.xml?detail=full&limit=22&order=price", "gzip"},
+	}
+	base := startBenchServer(b)
+	for _, bc := range cases {
+		b.Run(bc.name, func(b *testing.B) {
+			c := dialBench(b, base)
+			req := "GET " + bc.target + " HTTP/1.1\r\nHost: bench\r\nAuthorization: Basic " +
+				base64.StdEncoding.EncodeToString([]byte("harbour:harbour-demo")) + "\r\n"
+			if bc.encoding != "" {
+				req += "Accept-Encoding: " + bc.encoding + "\r\n"
+			}
+			req += "\r\n"
+			raw := []byte(req)
+			c.roundTrip(b, raw) // fill
+			if n := c.roundTrip(b, raw); !bytes.Contains(c.head, []byte("Cache-Status: listingproxy; hit")) {
+				b.Fatalf("second request was not a hit (%d bytes):\n%s", n, c.head)
+			}
+			b.SetBytes(int64(len(c.head)) + int64(c.roundTrip(b, raw)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				c.roundTrip(b, raw)
+			}
+		})
+	}
+}
+
+// startBenchServer serves the demo as serve does (log level error, so no
+// access lines) and returns its address.
+func startBenchServer(b *testing.B) string {
+	b.Helper()
+	cfg, err := config.Load(demoConfig(b), func(string) string { return "" })
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.Log.Level = "error"
+	log := slog.New(slog.DiscardHandler)
+	a, err := build(context.Background(), cfg, log, time.Now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(a.Close)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	sv := publicServer(cfg.Server, a.handler, log, ln, false)
+	go func() { _ = sv.srv.Serve(sv.ln) }()
+	b.Cleanup(func() { _ = sv.srv.Close() })
+	return ln.Addr().String()
+}
+
+// benchConn is a keep-alive client connection that reads responses into
+// reused buffers.
+type benchConn struct {
+	c    net.Conn
+	r    *bufio.Reader
+	head []byte // the last response's status line and headers
+	body []byte
+}
+
+func dialBench(b *testing.B, addr string) *benchConn {
+	b.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	return &benchConn{c: c, r: bufio.NewReaderSize(c, 64<<10), body: make([]byte, 64<<10)}
+}
+
+// roundTrip sends req and reads one 200 response with a Content-Length,
+// returning the body's length.
+func (c *benchConn) roundTrip(b *testing.B, req []byte) int {
+	if _, err := c.c.Write([]byte(req)); err != nil {
+		b.Fatal(err)
+	}
+	c.head = c.head[:0]
+	length := -1
+	for {
+		line, err := c.r.ReadSlice('\n')
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.head = append(c.head, line...)
+		if len(line) <= 2 {
+			break
+		}
+		if v, ok := bytes.CutPrefix(line, []byte("Content-Length: ")); ok {
+			length = 0
+			for _, d := range bytes.TrimSpace(v) {
+				length = length*10 + int(d-'0')
+			}
+		}
+	}
+	if !bytes.HasPrefix(c.head, []byte("HTTP/1.1 200 ")) || length < 0 {
+		b.Fatalf("response:\n%s", c.head)
+	}
+	if length > len(c.body) {
+		c.body = make([]byte, length)
+	}
+	if _, err := io.ReadFull(c.r, c.body[:length]); err != nil {
+		b.Fatal(err)
+	}
+	return length
+}
