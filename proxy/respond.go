@@ -45,30 +45,42 @@ func cacheStatus(o cache.Outcome) string {
 }
 
 // entryHeaders are the header values of one stored entry, built once when
-// the entry is filled so that a hit allocates none of them.
+// the entry is filled so that a hit allocates none of them. The values sit
+// in the struct and their bytes in one string, so that a hit on an entry
+// that fell out of the CPU caches reads two or three cache lines for its
+// headers rather than one per value (docs/performance.md, "Many hot
+// keys"). Each header is a one-element slice of vals (see the methods).
 type entryHeaders struct {
-	contentType        []string
-	etag, etagGzip     []string
-	length, lengthGzip []string
-	age                atomic.Pointer[ageHeader] // the last Age value sent
+	vals [5]string // Content-Type, ETag, Content-Length, and the gzip form's ETag and Content-Length
 }
 
-// ageHeader is an Age header value for a whole number of seconds. Hits in
-// the same second share one, so a hit allocates nothing for its Age.
+func (h *entryHeaders) contentType() []string { return h.vals[0:1:1] }
+func (h *entryHeaders) etag() []string        { return h.vals[1:2:2] }
+func (h *entryHeaders) length() []string      { return h.vals[2:3:3] }
+func (h *entryHeaders) etagGzip() []string    { return h.vals[3:4:4] }
+func (h *entryHeaders) lengthGzip() []string  { return h.vals[4:5:5] }
+
+// ageHeader is an Age header value for a whole number of seconds.
 type ageHeader struct {
 	seconds int64
 	value   []string
 }
 
-// ageValue returns the Age header value for age, reusing the entry's last
-// one when the whole seconds match.
-func (h *entryHeaders) ageValue(age time.Duration) []string {
+// ages holds the last Age value built for each number of seconds (modulo
+// its size). Every entry of the same age shares one, so a hit allocates
+// nothing for its Age and, among many hot keys, reads a value that other
+// hits keep in the CPU caches rather than one of its entry's own.
+var ages [1024]atomic.Pointer[ageHeader]
+
+// ageValue returns the Age header value for age.
+func ageValue(age time.Duration) []string {
 	secs := max(int64(age/time.Second), 0)
-	if a := h.age.Load(); a != nil && a.seconds == secs {
+	slot := &ages[secs%int64(len(ages))]
+	if a := slot.Load(); a != nil && a.seconds == secs {
 		return a.value
 	}
 	a := &ageHeader{seconds: secs, value: []string{strconv.FormatInt(secs, 10)}}
-	h.age.Store(a)
+	slot.Store(a)
 	return a.value
 }
 
@@ -79,15 +91,18 @@ func (h *entryHeaders) ageValue(age time.Duration) []string {
 func PrepareEntry(e *cache.Entry) { e.Meta = newEntryHeaders(e) }
 
 func newEntryHeaders(e *cache.Entry) *entryHeaders {
-	h := &entryHeaders{
-		contentType: []string{e.ContentType},
-		etag:        []string{e.ETag},
-		length:      []string{strconv.Itoa(len(e.Body))},
-	}
+	etagGzip, lengthGzip := "", ""
 	if e.Gzip != nil {
-		h.etagGzip = []string{gzipETag(e.ETag)}
-		h.lengthGzip = []string{strconv.Itoa(len(e.Gzip))}
+		etagGzip, lengthGzip = gzipETag(e.ETag), strconv.Itoa(len(e.Gzip))
 	}
+	length := strconv.Itoa(len(e.Body))
+	all := e.ETag + length + etagGzip + lengthGzip // one allocation for the values' bytes
+	h := &entryHeaders{}
+	h.vals[0] = e.ContentType
+	h.vals[1], all = all[:len(e.ETag)], all[len(e.ETag):]
+	h.vals[2], all = all[:len(length)], all[len(length):]
+	h.vals[3], all = all[:len(etagGzip)], all[len(etagGzip):]
+	h.vals[4] = all
 	return h
 }
 
@@ -122,15 +137,15 @@ func (s *Server) writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Ent
 	}
 	h := w.Header()
 	h["Date"] = s.dateValue(now)
-	h["Content-Type"] = eh.contentType
+	h["Content-Type"] = eh.contentType()
 	h["Vary"] = hdrVary
 	h["Cache-Status"] = hdrCacheStatus[o]
 	if o != cache.Miss && o != cache.Bypass {
-		h["Age"] = eh.ageValue(now.Sub(e.StoredAt))
+		h["Age"] = ageValue(now.Sub(e.StoredAt))
 	}
-	body, etag, length := e.Body, eh.etag, eh.length
+	body, etag, length := e.Body, eh.etag(), eh.length()
 	if e.Gzip != nil && acceptsGzip(r.Header["Accept-Encoding"]) {
-		body, etag, length = e.Gzip, eh.etagGzip, eh.lengthGzip
+		body, etag, length = e.Gzip, eh.etagGzip(), eh.lengthGzip()
 		h["Content-Encoding"] = hdrGzip
 	}
 	h["Etag"] = etag
