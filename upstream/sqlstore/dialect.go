@@ -44,6 +44,10 @@ type dialect interface {
 	// noIndex returns col so that the planner does not look it up in an
 	// index, only tests it on the rows it reads.
 	noIndex(col string) string
+	// noRangeIndex returns the numeric column col so that no index serves
+	// a range condition on it: the geo walk (geoWalkQuery) reads the scope
+	// in the order column's index and tests the box on each row.
+	noRangeIndex(col string) string
 	// deferredJoinFrom is the offset from which a page without geo is
 	// selected by a deferred join (see propertyPageQuery).
 	deferredJoinFrom() int
@@ -123,6 +127,9 @@ func (sqliteDialect) analyze() []string                      { return []string{"
 // (property_id, agent_id) once per listed agent, 500 probes a row.
 func (sqliteDialect) noIndex(col string) string { return "+" + col }
 
+// noRangeIndex is SQLite's unary plus too.
+func (sqliteDialect) noRangeIndex(col string) string { return "+" + col }
+
 // deferredJoinFrom is 0 on SQLite: every page is selected by a deferred
 // join. When the rows come from a range of an index not in the ORDER BY's
 // order (price_from=500000&price_to=600000: 12,700 entries of
@@ -165,6 +172,7 @@ func (mysqlDialect) likeEscape() string                     { return ` ESCAPE '\
 func (mysqlDialect) timeArg(t time.Time) any                { return t.UTC() }
 func (mysqlDialect) dateArg(date string) any                { return date }
 func (mysqlDialect) noIndex(col string) string              { return col }
+func (mysqlDialect) noRangeIndex(col string) string         { return "(" + col + " + 0)" }
 func (mysqlDialect) deferredJoinFrom() int                  { return deepOffset }
 
 func (mysqlDialect) analyze() []string {
@@ -229,9 +237,10 @@ func (postgresDialect) orderTerm(col string, text, nullable bool) string {
 }
 func (postgresDialect) likeEscape() string { return ` ESCAPE '\'` }
 
-func (postgresDialect) noIndex(col string) string { return col }
-func (postgresDialect) deferredJoinFrom() int     { return deepOffset }
-func (postgresDialect) timeArg(t time.Time) any   { return t.UTC() }
+func (postgresDialect) noIndex(col string) string      { return col }
+func (postgresDialect) noRangeIndex(col string) string { return "(" + col + " + 0)" }
+func (postgresDialect) deferredJoinFrom() int          { return deepOffset }
+func (postgresDialect) timeArg(t time.Time) any        { return t.UTC() }
 func (postgresDialect) dateArg(date string) any {
 	t, err := time.Parse(dateLayout, date)
 	if err != nil {

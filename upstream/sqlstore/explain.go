@@ -22,9 +22,10 @@ const denseAgentsNote = "dense agent filter"
 // bounding-box candidates. PostgreSQL: EXPLAIN (ANALYZE, COSTS OFF), which
 // runs the statement; MySQL: EXPLAIN, one line per table; SQLite: EXPLAIN
 // QUERY PLAN. An agent_id filter first runs the statements of
-// resolveAgents: their plans come first, each under a line "statement
-// NAME:", then "statement list_properties:" (or geo_candidates) and the main
-// plan; a statement that does not run for the request has no plan. When the
+// resolveAgents, and a geo search its geo_probe (see geoPage): their plans
+// come first, each under a line "statement NAME:", then "statement
+// list_properties:" (or geo_walk, geo_candidates) and the main plan; a
+// statement that does not run for the request has no plan. When the
 // agents have more than 500 properties, a line starting with
 // denseAgentsNote says so before the main plan. It is for benchmarks, tests and for checking the
 // indexes of a legacy schema; the decorating statements (agents, media, open
@@ -75,9 +76,30 @@ func (s *Store) explain(ctx context.Context, sc upstream.Scope, c normalize.Crit
 	}
 	var q *query
 	name := "list_properties"
-	if r.filter.Geo != nil {
-		name = "geo_candidates"
-		q, err = s.geoCandidatesQuery(tenant, sc.Country, r)
+	if g := r.filter.Geo; g != nil {
+		plan, err := s.explainQuery(ctx, s.geoProbeQuery(tenant, sc.Country, r))
+		if err != nil {
+			return "", err
+		}
+		b.WriteString("statement geo_probe:\n" + plan)
+		gp, hits, err := s.geoProbeRun(ctx, tenant, sc.Country, r, *g)
+		if err != nil {
+			return "", err
+		}
+		switch gp {
+		case geoSmallBox:
+			if len(hits) == 0 || idOrder(r.order) {
+				return b.String(), nil // the page is cut in Go
+			}
+			slices.Sort(hits)
+			q, err = s.geoSmallBoxQuery(tenant, sc.Country, r, hits)
+		case geoWalk:
+			name = "geo_walk"
+			q, err = s.geoWalkQuery(tenant, sc.Country, r, s.geoWalkBatch(r), 0)
+		default:
+			name = "geo_candidates"
+			q, err = s.geoCandidatesQuery(tenant, sc.Country, r)
+		}
 	} else {
 		q, err = s.propertyPageQuery(tenant, sc.Country, r)
 	}

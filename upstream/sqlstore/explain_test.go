@@ -2,9 +2,9 @@ package sqlstore
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,31 +34,52 @@ func TestExplainSQLite(t *testing.T) {
 	}
 }
 
-// TestGeoPlansSQLite checks that the bounding box of a geo search is read
-// from the geo index alone in id order and in price order (the index holds
-// price_from), and that PlanProblems reports a box read from the table, as
-// any other order column still makes it.
+// TestGeoPlansSQLite checks the statements and plans of a geo search on
+// SQLite (see geoPage): the probe reads the bounding box from the geo index
+// alone; a small box is then looked up by id in any order; a large one
+// (the probe's bound lowered, as at a million properties) is walked in the
+// order column's index for a shallow page, in any order, and read whole
+// for a deep one, from the geo index alone by id and by price, from the
+// table for any other order, which PlanProblems reports, as it does the
+// probe of a box with another filter.
 func TestGeoPlansSQLite(t *testing.T) {
 	st, _ := seededSQLite(t)
 	sc := upstream.Scope{Tenant: "harbour", Country: "au"}
-	const geo = "geo[lat]=-33.89&geo[long]=151.27&geo[rad]=5"
+	const geo = "limit=20&geo[lat]=-33.89&geo[long]=151.27&geo[rad]=5"
 	for _, tc := range []struct {
-		query    string
-		problems bool
+		query      string
+		probe      int // Store.geoProbe
+		statements []string
+		problem    string // the prefix of the one problem reported
 	}{
-		{geo, false},
-		{geo + "&order=price", false},
-		{geo + "&order=price&offset=40", false},
-		{geo + "&order=suburb", true},
+		{geo, defaultGeoProbe, []string{"geo_probe"}, ""},
+		{geo + "&order=suburb", defaultGeoProbe, []string{"geo_probe", "list_properties"}, ""},
+		{geo + "&order=last_updated&offset=40", defaultGeoProbe, []string{"geo_probe", "list_properties"}, ""},
+		// Another filter makes the probe read the box from the table.
+		{geo + "&status=current&order=bedrooms", defaultGeoProbe, []string{"geo_probe", "list_properties"}, "geo box read from the table"},
+		{geo, 2, []string{"geo_probe", "geo_walk"}, ""},
+		{geo + "&order=price", 2, []string{"geo_probe", "geo_walk"}, ""},
+		{geo + "&order=suburb", 2, []string{"geo_probe", "geo_walk"}, ""},
+		{geo + "&order=last_updated&offset=40", 2, []string{"geo_probe", "geo_walk"}, ""},
+		{geo + "&offset=300", 2, []string{"geo_probe", "geo_candidates"}, ""},
+		{geo + "&order=price&offset=300", 2, []string{"geo_probe", "geo_candidates"}, ""},
+		{geo + "&order=suburb&offset=300", 2, []string{"geo_probe", "geo_candidates"}, "geo box read from the table"},
 	} {
-		plan := mustExplain(t, st, sc, parseProps(t, tc.query))
-		p := st.PlanProblems(plan)
-		if got := slices.ContainsFunc(p, func(s string) bool { return strings.HasPrefix(s, "geo box read from the table") }); got != tc.problems {
-			t.Errorf("%s: geo box read from the table reported %v, want %v; problems %q in\n%s", tc.query, got, tc.problems, p, plan)
-		}
-		if !tc.problems && len(p) > 0 {
-			t.Errorf("%s: problems %q in\n%s", tc.query, p, plan)
-		}
+		t.Run(fmt.Sprintf("%s probe %d", tc.query, tc.probe), func(t *testing.T) {
+			defer func(n int) { st.geoProbe = n }(st.geoProbe)
+			st.geoProbe = tc.probe
+			plan := mustExplain(t, st, sc, parseProps(t, tc.query))
+			if diff := gocmp.Diff(tc.statements, statements(plan)); diff != "" {
+				t.Errorf("statements (-want +got):\n%s\n%s", diff, plan)
+			}
+			p := st.PlanProblems(plan)
+			switch {
+			case tc.problem == "" && len(p) > 0:
+				t.Errorf("problems %q in\n%s", p, plan)
+			case tc.problem != "" && (len(p) != 1 || !strings.HasPrefix(p[0], tc.problem)):
+				t.Errorf("problems %q, want %q alone, in\n%s", p, tc.problem, plan)
+			}
+		})
 	}
 }
 
@@ -87,7 +108,8 @@ func TestAgentFilterPlansSQLite(t *testing.T) {
 	}{
 		{"one agent", own[0], []string{"agent_properties", "list_properties"}},
 		{"one agent by price, deep", own[0] + "&order=price&offset=200", []string{"agent_properties", "list_properties"}},
-		{"one agent geo", own[0] + "&geo[lat]=-33.89&geo[long]=151.27&geo[rad]=50", []string{"agent_properties", "geo_candidates"}},
+		{"one agent geo", own[0] + "&geo[lat]=-33.89&geo[long]=151.27&geo[rad]=50", []string{"agent_properties", "geo_probe"}},
+		{"one agent geo by suburb", own[0] + "&geo[lat]=-33.89&geo[long]=151.27&geo[rad]=50&order=suburb", []string{"agent_properties", "geo_probe", "list_properties"}},
 		{"another tenant's agents", strings.Join(foreign, "&"), []string{"agent_properties"}},
 		{"unknown agents", "agent_id[]=999998&agent_id[]=999999", []string{"agent_properties"}},
 	} {

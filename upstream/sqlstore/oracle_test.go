@@ -392,6 +392,14 @@ func oracleCases(ds *demo.Dataset) []oracleCase {
 		{name: "geo past the hits", query: geoQuery(-33.8688, 151.2093, 150) + "&offset=100000"},
 		{name: "geo nothing", query: geoQuery(0, 0, 100)},
 		{name: "geo status full", query: geoQuery(-37.8136, 144.9631, 200) + "&status=current&detail=full&order=approved", nonEmpty: true},
+		{name: "geo by suburb", query: geoQuery(-33.8688, 151.2093, 150) + "&order=suburb&limit=20", nonEmpty: true},
+		{name: "geo by last_updated paged", query: geoQuery(-33.8688, 151.2093, 150) + "&order=last_updated&limit=5&offset=7", nonEmpty: true},
+		{name: "geo by bedrooms", query: geoQuery(-33.8688, 151.2093, 150) + "&order=bedrooms&limit=20", nonEmpty: true},
+		{name: "geo by price deep", query: geoQuery(-33.8688, 151.2093, 1000) + "&order=price&limit=20&offset=190", nonEmpty: true},
+		{name: "geo by category status", query: geoQuery(-33.8688, 151.2093, 1000) + "&status=sold&order=category&limit=10&offset=2", nonEmpty: true},
+		{name: "geo sparse by suburb", query: geoQuery(-37.8136, 144.9631, 50) + "&order=suburb&limit=10", nonEmpty: true},
+		{name: "geo circle in box by last_updated", query: geoQuery(-37.83, 144.98, 4) + "&order=last_updated&limit=5&offset=1", nonEmpty: true},
+		{name: "geo by id past the hits", query: geoQuery(-33.8688, 151.2093, 150) + "&limit=20&offset=150"},
 		{name: "combo residential current by price", query: "category=residential&status=current&order=price&limit=50", nonEmpty: true},
 		{name: "combo house bedrooms", query: "property_type=house&bedrooms=4&bathrooms=2&order[]=bedrooms&order[]=price", nonEmpty: true},
 		{name: "combo agent status", query: "agent_id=" + aid(a0) + "&status[]=current&status[]=sold", nonEmpty: true},
@@ -508,6 +516,20 @@ func testBackendAgainstOracle(t *testing.T, st *Store, ds *demo.Dataset, now tim
 		st.maxLinked = 2
 		for _, tc := range oracleCases(ds) {
 			if strings.Contains(tc.query, "agent_id") {
+				t.Run(tc.name, func(t *testing.T) { checkOracleCase(t, st, o, tc) })
+			}
+		}
+	})
+
+	// The geo searches again with the bounding box too large for the probe
+	// (geoPage), as at a million properties: a shallow page walks the scope
+	// in order, a deep one reads the whole box. The walk's first batch is
+	// one row, so that every page takes several.
+	t.Run("geo walk", func(t *testing.T) {
+		defer func(n, m int) { st.geoProbe, st.geoWalkFirst = n, m }(st.geoProbe, st.geoWalkFirst)
+		st.geoProbe, st.geoWalkFirst = 2, 1
+		for _, tc := range oracleCases(ds) {
+			if strings.Contains(tc.query, "geo") {
 				t.Run(tc.name, func(t *testing.T) { checkOracleCase(t, st, o, tc) })
 			}
 		}

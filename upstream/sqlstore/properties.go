@@ -30,6 +30,9 @@ type request[F any] struct {
 	offset int
 	detail normalize.Detail
 	linked []int64 // properties only: see resolveAgents
+	// walkBox writes the geo bounding box so that no index serves it
+	// (geoWalkQuery).
+	walkBox bool
 }
 
 // requestOf is the request of a list: its filters f and c's page.
@@ -252,12 +255,40 @@ func (s *Store) propertyPageQuery(tenant int64, country string, r propertyReques
 	return q, nil
 }
 
-// geoCandidatesQuery is the statement of a geo search: the ids and
-// positions in the bounding box, in the requested order. Ordered by id
-// alone (the default), it leaves the order to Go: sorting the few ids
-// within the radius there is cheaper than having the engine sort every
-// candidate of the box, which at a million properties is half the
-// statement's time.
+// defaultGeoProbe is the most bounding-box candidates a geo search reads,
+// unordered, before it chooses how to find its page (see geoPage). Reading
+// the B candidates of a box costs B index entries; walking the scope in the
+// requested order until offset+limit hits are found costs about
+// (offset+limit) x S/B rows for a scope of S properties; for a first page
+// of 20 the two meet near B = sqrt(20 x S), 2,236 for the 250,000
+// properties of a scope of the demo at a million (as defaultMaxLinked).
+// 2,000 ids also make one IN list far below every engine's limit on bind
+// parameters.
+const defaultGeoProbe = 2000
+
+// geoWalkMax is the most hits (offset+limit) a geo search finds by walking
+// the scope in order (see geoPage): past it the walk, about (offset+limit)
+// x S/B rows, costs more than reading the whole box.
+const geoWalkMax = deepOffset
+
+// geoProbeQuery is the first statement of a geo search: at most
+// s.geoProbe+1 ids and positions of the bounding box that pass the
+// filters, in no order (the geo index alone, index-only, when geo is the
+// only filter).
+func (s *Store) geoProbeQuery(tenant int64, country string, r propertyRequest) *query {
+	q := newQuery(s.d)
+	q.add("SELECT p.id, p.latitude, p.longitude FROM ", s.pageFrom(r))
+	q.where(s.propertyConds(q, tenant, country, r))
+	q.add(" LIMIT ", q.arg(s.geoProbe+1))
+	return q
+}
+
+// geoCandidatesQuery is the statement of a geo search whose box holds more
+// than s.geoProbe candidates, for a page too deep to walk to (offset+limit
+// above geoWalkMax): every id and position in the bounding box, in the
+// requested order. Ordered by id alone (the default), it leaves the order
+// to Go: sorting the few ids within the radius there is cheaper than
+// having the engine sort every candidate of the box.
 func (s *Store) geoCandidatesQuery(tenant int64, country string, r propertyRequest) (*query, error) {
 	q := newQuery(s.d)
 	q.add("SELECT p.id, p.latitude, p.longitude FROM ", s.pageFrom(r))
@@ -268,6 +299,27 @@ func (s *Store) geoCandidatesQuery(tenant int64, country string, r propertyReque
 	if err := q.orderBy(r.order, propertyOrder, "p.id"); err != nil {
 		return nil, err
 	}
+	return q, nil
+}
+
+// geoWalkQuery is the statement of a geo search whose box holds more than
+// s.geoProbe candidates, for a shallow page: the scope walked in the
+// requested order (the order column's (tenant_id, country, column) index,
+// as without geo), the box tested on each row without its index
+// (dialect.noRangeIndex), limit rows from offset. The engines would
+// otherwise read the whole box from the geo index and sort it: for any
+// order but id and price (which the geo index holds) that read every
+// candidate from the table (7,000-11,000 for 5 km around a town centre of
+// the demo at a million).
+func (s *Store) geoWalkQuery(tenant int64, country string, r propertyRequest, limit, offset int) (*query, error) {
+	r.walkBox = true
+	q := newQuery(s.d)
+	q.add("SELECT p.id, p.latitude, p.longitude FROM ", s.pageFrom(r))
+	q.where(s.propertyConds(q, tenant, country, r))
+	if err := q.orderBy(r.order, propertyOrder, "p.id"); err != nil {
+		return nil, err
+	}
+	q.limitOffset(limit, offset)
 	return q, nil
 }
 
@@ -342,13 +394,17 @@ func (s *Store) propertyConds(q *query, tenant int64, country string, r property
 	}
 	if f.Geo != nil {
 		b := boundingBox(*f.Geo)
-		conds = append(conds, "p.latitude BETWEEN "+q.arg(b.minLat)+" AND "+q.arg(b.maxLat))
+		lat, long := "p.latitude", "p.longitude"
+		if r.walkBox {
+			lat, long = s.d.noRangeIndex(lat), s.d.noRangeIndex(long)
+		}
+		conds = append(conds, lat+" BETWEEN "+q.arg(b.minLat)+" AND "+q.arg(b.maxLat))
 		switch {
 		case b.allLongs:
 		case b.wraps:
-			conds = append(conds, "(p.longitude >= "+q.arg(b.minLong)+" OR p.longitude <= "+q.arg(b.maxLong)+")")
+			conds = append(conds, "("+long+" >= "+q.arg(b.minLong)+" OR "+long+" <= "+q.arg(b.maxLong)+")")
 		default:
-			conds = append(conds, "p.longitude BETWEEN "+q.arg(b.minLong)+" AND "+q.arg(b.maxLong))
+			conds = append(conds, long+" BETWEEN "+q.arg(b.minLong)+" AND "+q.arg(b.maxLong))
 		}
 	}
 	return conds
@@ -362,10 +418,166 @@ func lower(ss []string) []string {
 	return out
 }
 
-// geoPage runs a geo search: SQL returns the ids in the bounding box in the
-// requested order, Go keeps those within the radius and cuts the page, and a
-// second query loads the page's rows.
+// geoPlan is how geo search finds its page (see geoPage).
+type geoPlan int
+
+const (
+	geoSmallBox geoPlan = iota // the probe read every candidate
+	geoWalk                    // walk the scope in order, test the box on each row
+	geoWholeBox                // read the whole box in order
+)
+
+// geoPage runs a geo search. The bounding box of the circle is a range of
+// latitude and longitude, which no B-tree index reads in the order of a
+// page: the geo index (tenant_id, country, latitude, longitude, price_from)
+// reads the box in latitude order; the order column's index reads the scope
+// in page order. So a first statement, geo_probe, reads at most
+// s.geoProbe+1 candidates of the box (with the other filters) in no order,
+// and then:
+//
+//   - at most s.geoProbe (a small radius, a sparse area, a selective
+//     filter, or an agent_id filter resolved to a few properties): they are
+//     all the candidates. Go keeps those within the radius; by id it sorts
+//     and cuts the page itself, otherwise the page statement looks them up
+//     by id (p.id IN (...)) in the requested order, as for agent_id.
+//   - more, for a page within the first geoWalkMax hits: geo_walk walks the
+//     scope in the requested order, the order column's index as without
+//     geo, testing the box on each row, until offset+limit hits within the
+//     radius are found: about (offset+limit) x S/B rows for B candidates
+//     of a scope of S, 2,500 at most for a first page of 20 at a million
+//     properties (720 for 5 km around a town centre of the demo).
+//   - more, for a deeper page: geo_candidates reads the whole box in the
+//     requested order (Go sorts by id) and Go skips to the page.
+//
+// Then load_properties reads the page's rows (but for the small box in
+// another order, whose page statement reads them).
 func (s *Store) geoPage(ctx context.Context, tenant int64, country string, r propertyRequest, g normalize.Geo) ([]upstream.Property, error) {
+	plan, hits, err := s.geoProbeRun(ctx, tenant, country, r, g)
+	if err != nil {
+		return nil, err
+	}
+	var ids []int64
+	switch plan {
+	case geoSmallBox:
+		if len(hits) == 0 {
+			return []upstream.Property{}, nil
+		}
+		slices.Sort(hits)
+		if !idOrder(r.order) {
+			q, err := s.geoSmallBoxQuery(tenant, country, r, hits)
+			if err != nil {
+				return nil, err
+			}
+			return s.queryProperties(ctx, "list_properties", q)
+		}
+		ids = hits[min(r.offset, len(hits)):]
+		ids = ids[:min(r.limit, len(ids))]
+	case geoWalk:
+		if ids, err = s.geoWalkRun(ctx, tenant, country, r, g); err != nil {
+			return nil, err
+		}
+	default:
+		if ids, err = s.geoWholeBoxRun(ctx, tenant, country, r, g); err != nil {
+			return nil, err
+		}
+	}
+	return s.loadProperties(ctx, ids)
+}
+
+// geoProbeRun runs geo_probe (see geoPage) and returns the plan it chooses,
+// with the ids within the radius when the probe read every candidate.
+func (s *Store) geoProbeRun(ctx context.Context, tenant int64, country string, r propertyRequest, g normalize.Geo) (geoPlan, []int64, error) {
+	var hits []int64
+	n := 0
+	err := s.each(ctx, "geo_probe", s.geoProbeQuery(tenant, country, r), func(rows *sql.Rows) error {
+		var id int64
+		var lat, long float64
+		if err := rows.Scan(&id, &lat, &long); err != nil {
+			return err
+		}
+		n++
+		if DistanceKm(g.Lat, g.Long, lat, long) <= g.RadiusKm {
+			hits = append(hits, id)
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return 0, nil, err
+	case n <= s.geoProbe:
+		return geoSmallBox, hits, nil
+	case r.offset+r.limit <= geoWalkMax && r.offset+r.limit > 0:
+		return geoWalk, nil, nil
+	}
+	return geoWholeBox, nil, nil
+}
+
+// geoSmallBoxQuery is the page statement of a geo search whose probe read
+// every candidate: hits, the sorted ids within the radius, looked up by id
+// in the requested order (the filters are already applied: the box and the
+// other filters were the probe's).
+func (s *Store) geoSmallBoxQuery(tenant int64, country string, r propertyRequest, hits []int64) (*query, error) {
+	r.filter = normalize.PropertyFilter{}
+	r.linked = hits
+	return s.propertyPageQuery(tenant, country, r)
+}
+
+// geoWalkRun runs geo_walk (see geoPage) in batches until it has the page:
+// the first batch reads twice the hits needed (the circle fills pi/4 of its
+// box), each next one twice as many rows as the last.
+func (s *Store) geoWalkRun(ctx context.Context, tenant int64, country string, r propertyRequest, g normalize.Geo) ([]int64, error) {
+	var ids []int64
+	skip := r.offset
+	batch := s.geoWalkBatch(r)
+	for read := 0; ; {
+		q, err := s.geoWalkQuery(tenant, country, r, batch, read)
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		err = s.each(ctx, "geo_walk", q, func(rows *sql.Rows) error {
+			var id int64
+			var lat, long float64
+			if err := rows.Scan(&id, &lat, &long); err != nil {
+				return err
+			}
+			n++
+			if DistanceKm(g.Lat, g.Long, lat, long) > g.RadiusKm {
+				return nil
+			}
+			if skip > 0 {
+				skip--
+				return nil
+			}
+			ids = append(ids, id)
+			if len(ids) == r.limit {
+				return errStop
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(ids) == r.limit || n < batch {
+			return ids, nil
+		}
+		read += n
+		batch *= 2
+	}
+}
+
+// geoWalkBatch is the number of rows of geo_walk's first batch for r:
+// twice the hits needed, at least 64 (s.geoWalkFirst instead when set).
+func (s *Store) geoWalkBatch(r propertyRequest) int {
+	if s.geoWalkFirst > 0 {
+		return s.geoWalkFirst
+	}
+	return max(2*(r.offset+r.limit), 64)
+}
+
+// geoWholeBoxRun runs geo_candidates (see geoPage) and returns the page's
+// ids.
+func (s *Store) geoWholeBoxRun(ctx context.Context, tenant int64, country string, r propertyRequest, g normalize.Geo) ([]int64, error) {
 	q, err := s.geoCandidatesQuery(tenant, country, r)
 	if err != nil {
 		return nil, err
@@ -404,10 +616,15 @@ func (s *Store) geoPage(ctx context.Context, tenant int64, country string, r pro
 		ids = ids[min(r.offset, len(ids)):]
 		ids = ids[:min(r.limit, len(ids))]
 	}
+	return ids, nil
+}
+
+// loadProperties reads the rows of ids, in that order (load_properties);
+// a row gone since its id was found is skipped.
+func (s *Store) loadProperties(ctx context.Context, ids []int64) ([]upstream.Property, error) {
 	if len(ids) == 0 {
 		return []upstream.Property{}, nil
 	}
-
 	byID := make(map[int64]upstream.Property, len(ids))
 	for chunk := range chunks(ids) {
 		q := newQuery(s.d)

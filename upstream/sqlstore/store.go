@@ -169,6 +169,8 @@ type Store struct {
 	tracer       trace.Tracer
 	system       attribute.KeyValue // db.system.name
 	maxLinked    int                // see resolveAgents; tests lower it
+	geoProbe     int                // see geoPage; tests lower it
+	geoWalkFirst int                // see geoWalkBatch; tests set it
 
 	// ready is set once the database has answered and been prepared (see
 	// Open); until then every statement fails with ErrNotReady and wakes
@@ -266,7 +268,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		maxIdle: maxIdle, queryTimeout: queryTimeout(cfg.QueryTimeout),
 		tracer:  tp.Tracer("listingproxy/upstream/sqlstore"),
 		system:  attribute.String("db.system.name", d.systemName()),
-		tenants: map[string]int64{}, maxLinked: defaultMaxLinked, fromProperties: "properties p",
+		tenants: map[string]int64{}, maxLinked: defaultMaxLinked, geoProbe: defaultGeoProbe, fromProperties: "properties p",
 		setup: cfg.Setup, kick: make(chan struct{}, 1), prepDone: make(chan struct{}),
 	}
 	if _, ok := d.(sqliteDialect); ok {
