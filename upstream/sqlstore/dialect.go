@@ -48,6 +48,9 @@ type dialect interface {
 	// a range condition on it: the geo walk (geoWalkQuery) reads the scope
 	// in the order column's index and tests the box on each row.
 	noRangeIndex(col string) string
+	// fenceGeoWalk reports that the geo walk tests the box outside a
+	// subquery fenced by OFFSET 0 instead (see geoWalkQuery).
+	fenceGeoWalk() bool
 	// deferredJoinFrom is the offset from which a page without geo is
 	// selected by a deferred join (see propertyPageQuery).
 	deferredJoinFrom() int
@@ -129,6 +132,7 @@ func (sqliteDialect) noIndex(col string) string { return "+" + col }
 
 // noRangeIndex is SQLite's unary plus too.
 func (sqliteDialect) noRangeIndex(col string) string { return "+" + col }
+func (sqliteDialect) fenceGeoWalk() bool             { return false }
 
 // deferredJoinFrom is 0 on SQLite: every page is selected by a deferred
 // join. When the rows come from a range of an index not in the ORDER BY's
@@ -173,6 +177,7 @@ func (mysqlDialect) timeArg(t time.Time) any                { return t.UTC() }
 func (mysqlDialect) dateArg(date string) any                { return date }
 func (mysqlDialect) noIndex(col string) string              { return col }
 func (mysqlDialect) noRangeIndex(col string) string         { return "(" + col + " + 0)" }
+func (mysqlDialect) fenceGeoWalk() bool                     { return false }
 func (mysqlDialect) deferredJoinFrom() int                  { return deepOffset }
 
 func (mysqlDialect) analyze() []string {
@@ -239,6 +244,7 @@ func (postgresDialect) likeEscape() string { return ` ESCAPE '\'` }
 
 func (postgresDialect) noIndex(col string) string      { return col }
 func (postgresDialect) noRangeIndex(col string) string { return "(" + col + " + 0)" }
+func (postgresDialect) fenceGeoWalk() bool             { return true }
 func (postgresDialect) deferredJoinFrom() int          { return deepOffset }
 func (postgresDialect) timeArg(t time.Time) any        { return t.UTC() }
 func (postgresDialect) dateArg(date string) any {

@@ -442,6 +442,21 @@ func (s *Store) Migrate(ctx context.Context) error {
 	return s.detectHints(ctx)
 }
 
+// Analyze refreshes the planner's statistics of the six tables (SQLite:
+// ANALYZE; MySQL: ANALYZE TABLE; PostgreSQL: VACUUM (ANALYZE), which also
+// sets the visibility map that index-only scans rely on). Seed runs it after
+// a bulk load; run it after Migrate has built new indexes on a large
+// database: SQLite plans with an index's own statistics, and without them
+// guesses.
+func (s *Store) Analyze(ctx context.Context) error {
+	for _, stmt := range s.d.analyze() {
+		if _, err := s.db.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("sqlstore: analyze: %w", err)
+		}
+	}
+	return nil
+}
+
 // splitStatements splits a schema file into statements: each ends with a
 // semicolon at the end of a line; lines starting with "--" are comments.
 func splitStatements(text string) []string {

@@ -128,6 +128,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	properties := fs.Int("properties", 1000000, "total properties the backends were seeded with")
 	agents := fs.Int("agents", 20000, "total agents the backends were seeded with")
 	only := fs.String("only", "", "run only the queries whose name matches this regular expression")
+	migrate := fs.Bool("migrate", false, "first create the schema's missing indexes (Store.Migrate: new indexes of a newer listingproxy) and analyze")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -173,6 +174,18 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		st, err := sqlstore.Open(ctx, sqlstore.Config{Dialect: b.Kind, DSN: b.SQL.DSN, MaxOpenConns: 2})
 		if err != nil {
 			return fmt.Errorf("backend %s: %w", name, err)
+		}
+		if *migrate {
+			start := time.Now()
+			if err := st.Migrate(ctx); err != nil {
+				st.Close()
+				return fmt.Errorf("backend %s: %w", name, err)
+			}
+			if err := st.Analyze(ctx); err != nil {
+				st.Close()
+				return fmt.Errorf("backend %s: %w", name, err)
+			}
+			fmt.Fprintf(os.Stderr, "%s: migrated and analyzed in %s\n", name, time.Since(start).Round(time.Second))
 		}
 		for qi := range queries {
 			var r result
