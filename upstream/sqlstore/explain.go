@@ -208,7 +208,18 @@ var (
 	mysqlField   = regexp.MustCompile(`(\w+): ([^,]*)`)
 	pgGeoFromRow = regexp.MustCompile(`Index Scan (?:Backward )?using (\S*geo\S*) on properties\b`)
 	sqliteGeoRow = regexp.MustCompile(`^SEARCH (?:p|properties) USING INDEX (\S*geo\S*)`)
+	// An index walk that reads each row from the table (not index-only).
+	pgTableScan     = regexp.MustCompile(`Index Scan (?:Backward )?using \S+ on properties\b`)
+	sqliteTableRead = regexp.MustCompile(`^\s*SEARCH (?:p|properties) USING INDEX `)
 )
+
+// geoWalkRows is the number of rows from which a geo walk (geoWalkQuery)
+// that reads each row from the table counts in PlanProblems on
+// PostgreSQL: 5 km around a town centre of the demo at a million
+// properties walks 700-1,400 index entries, 10-90 ms when each is a heap
+// fetch (the order indexes lacking latitude and longitude) against under
+// 1 ms index-only.
+const geoWalkRows = 500
 
 // perRowSubquery is the number of runs from which a subquery run once per
 // row counts in PlanProblems on PostgreSQL, whose plans carry the counts:
@@ -228,6 +239,7 @@ const geoRows = 2000
 //
 //   - a full scan of properties, property_agents, property_media or
 //     openhomes, or a walk of a whole index of one (no index condition);
+//
 //   - a subquery or lookup run once per row of a walk of properties: a
 //     correlated subquery (SQLite), a DEPENDENT SUBQUERY (MySQL), or a
 //     SEARCH of another table for each row of a range of properties
@@ -235,9 +247,12 @@ const geoRows = 2000
 //     materialized subquery estimated at more than largeEstimate rows
 //     (MySQL); on PostgreSQL, whose plans carry the actual counts, a node
 //     run more than largeRows times (a per-row SubPlan or nested-loop
-//     inner side over a large walk);
+//     inner side over a large walk), and a SubPlan more than
+//     perRowSubquery times;
+//
 //   - on PostgreSQL, more than largeRows rows of a big table read, or
 //     thrown away by a filter;
+//
 //   - the candidates of a geo bounding box read from the table row by row
 //     instead of from the geo index alone (index-only): a SQLite SEARCH
 //     USING INDEX (not COVERING INDEX) of a geo index, a MySQL step on a
@@ -245,6 +260,14 @@ const geoRows = 2000
 //     Only Scan) of one returning more than geoRows rows. The geo indexes
 //     hold price_from for the order by price; any other order column
 //     makes the box read the table (see docs/sql.md).
+//
+//   - a geo walk (geoWalkQuery) that reads each row from the table: the
+//     order's index lacks latitude and longitude (a SQLite SEARCH USING
+//     INDEX, a MySQL step without "Using index", a PostgreSQL Index Scan
+//     of more than geoWalkRows rows);
+//
+//   - a page past more than largeRows rows (the deepPageNote line of
+//     Explain): an offset is walked entry by entry on every engine.
 //
 // SQLite's and MySQL's plans carry no actual counts: a per-row subquery is
 // reported however few rows the walk turned out to need, so a plan under
@@ -261,7 +284,15 @@ func planProblems(system, plan string) []string {
 		}
 	}
 	lines := strings.Split(strings.TrimRight(plan, "\n"), "\n")
-	for _, l := range lines {
+	// stmts[i] is the statement of line i ("" when the plan is of the
+	// main statement alone).
+	stmts := make([]string, len(lines))
+	stmt := ""
+	for i, l := range lines {
+		if name, ok := strings.CutPrefix(l, "statement "); ok {
+			stmt = strings.TrimSuffix(name, ":")
+		}
+		stmts[i] = stmt
 		if strings.HasPrefix(l, deepPageNote) {
 			add("%s", l)
 		}
@@ -270,6 +301,11 @@ func planProblems(system, plan string) []string {
 	case "postgresql":
 		subPlan := false // the line follows a "SubPlan n" header
 		for i, l := range lines {
+			if m := pgLoops.FindStringSubmatch(l); m != nil && stmts[i] == "geo_walk" && pgTableScan.MatchString(l) {
+				if rows, _ := strconv.Atoi(m[1]); rows > geoWalkRows {
+					add("geo walk read from the table, %d rows: %s", rows, pgNode(l))
+				}
+			}
 			if strings.HasPrefix(strings.TrimSpace(l), "SubPlan") {
 				subPlan = true
 				continue
@@ -313,7 +349,7 @@ func planProblems(system, plan string) []string {
 		// the same SELECT is a lookup per row of the step.
 		var walk, walkID string
 		walkRows := 0
-		for _, l := range lines {
+		for i, l := range lines {
 			f := map[string]string{}
 			for _, m := range mysqlField.FindAllStringSubmatch(l, -1) {
 				f[m[1]] = strings.TrimSpace(m[2])
@@ -330,6 +366,8 @@ func planProblems(system, plan string) []string {
 				add("walk of the whole primary key: table %s", table)
 			case isP && strings.Contains(f["key"], "geo") && !slices.Contains(strings.Split(f["Extra"], "; "), "Using index"):
 				add("geo box read from the table: key %s", f["key"])
+			case isP && stmts[i] == "geo_walk" && !slices.Contains(strings.Split(f["Extra"], "; "), "Using index"):
+				add("geo walk read from the table: key %s", f["key"])
 			}
 			if f["id"] != walkID {
 				walk = ""
@@ -343,7 +381,10 @@ func planProblems(system, plan string) []string {
 		}
 	default: // sqlite, indented by depth
 		walkDepth := -1
-		for _, l := range lines {
+		for i, l := range lines {
+			if stmts[i] == "geo_walk" && sqliteTableRead.MatchString(l) {
+				add("geo walk read from the table: %s", strings.TrimSpace(l))
+			}
 			if strings.HasPrefix(l, "statement ") || strings.HasPrefix(l, denseAgentsNote) || strings.HasPrefix(l, deepPageNote) {
 				walkDepth = -1
 				continue

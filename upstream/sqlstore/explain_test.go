@@ -39,9 +39,9 @@ func TestExplainSQLite(t *testing.T) {
 // alone; a small box is then looked up by id in any order; a large one
 // (the probe's bound lowered, as at a million properties) is walked in the
 // order column's index for a shallow page, in any order, and read whole
-// for a deep one, from the geo index alone by id and by price, from the
-// table for any other order, which PlanProblems reports, as it does the
-// probe of a box with another filter.
+// for a deep one; every statement reads indexes alone (the order indexes
+// hold latitude and longitude). A geo walk that reads the table is
+// reported.
 func TestGeoPlansSQLite(t *testing.T) {
 	st, _ := seededSQLite(t)
 	sc := upstream.Scope{Tenant: "harbour", Country: "au"}
@@ -55,15 +55,15 @@ func TestGeoPlansSQLite(t *testing.T) {
 		{geo, defaultGeoProbe, []string{"geo_probe"}, ""},
 		{geo + "&order=suburb", defaultGeoProbe, []string{"geo_probe", "list_properties"}, ""},
 		{geo + "&order=last_updated&offset=40", defaultGeoProbe, []string{"geo_probe", "list_properties"}, ""},
-		// Another filter makes the probe read the box from the table.
-		{geo + "&status=current&order=bedrooms", defaultGeoProbe, []string{"geo_probe", "list_properties"}, "geo box read from the table"},
+		// The status index holds latitude and longitude too.
+		{geo + "&status=current&order=bedrooms", defaultGeoProbe, []string{"geo_probe", "list_properties"}, ""},
 		{geo, 2, []string{"geo_probe", "geo_walk"}, ""},
 		{geo + "&order=price", 2, []string{"geo_probe", "geo_walk"}, ""},
 		{geo + "&order=suburb", 2, []string{"geo_probe", "geo_walk"}, ""},
 		{geo + "&order=last_updated&offset=40", 2, []string{"geo_probe", "geo_walk"}, ""},
 		{geo + "&offset=300", 2, []string{"geo_probe", "geo_candidates"}, ""},
 		{geo + "&order=price&offset=300", 2, []string{"geo_probe", "geo_candidates"}, ""},
-		{geo + "&order=suburb&offset=300", 2, []string{"geo_probe", "geo_candidates"}, "geo box read from the table"},
+		{geo + "&order=suburb&offset=300", 2, []string{"geo_probe", "geo_candidates"}, ""},
 	} {
 		t.Run(fmt.Sprintf("%s probe %d", tc.query, tc.probe), func(t *testing.T) {
 			defer func(n int) { st.geoProbe = n }(st.geoProbe)
@@ -80,6 +80,19 @@ func TestGeoPlansSQLite(t *testing.T) {
 				t.Errorf("problems %q, want %q alone, in\n%s", p, tc.problem, plan)
 			}
 		})
+	}
+
+	// The order's index as it was before it held latitude and longitude:
+	// the walk reads each row from the table, which is reported.
+	for _, stmt := range []string{"DROP INDEX properties_tc_suburb_ll", "CREATE INDEX properties_tc_suburb ON properties (tenant_id, country, suburb)"} {
+		if _, err := st.db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.geoProbe = 2
+	plan := mustExplain(t, st, sc, parseProps(t, geo+"&order=suburb"))
+	if p := st.PlanProblems(plan); len(p) != 1 || !strings.HasPrefix(p[0], "geo walk read from the table") {
+		t.Errorf("without latitude and longitude in the order's index: problems %q, want the geo walk read from the table, in\n%s", p, plan)
 	}
 }
 

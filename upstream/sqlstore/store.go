@@ -439,7 +439,70 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return fmt.Errorf("sqlstore: migrate: %w", err)
 		}
 	}
+	if _, ok := s.d.(mysqlDialect); ok {
+		if err := s.upgradeMySQLIndexes(ctx); err != nil {
+			return fmt.Errorf("sqlstore: migrate: %w", err)
+		}
+	}
 	return s.detectHints(ctx)
+}
+
+// mysqlOrderIndexColumns are the order columns whose properties index holds
+// id, latitude and longitude on MySQL (schema/mysql.sql, suffix _ll).
+var mysqlOrderIndexColumns = []string{"id", "agency_id", "status", "category", "property_type", "approved",
+	"last_updated", "price_from", "bedrooms", "bathrooms", "suburb"}
+
+// upgradeMySQLIndexes brings the indexes of a MySQL properties table
+// created by an older listingproxy to those of schema/mysql.sql, whose
+// CREATE TABLE IF NOT EXISTS leaves an existing table as it is: it adds
+// each missing properties_tc_COLUMN_ll (tenant_id, country, COLUMN, id,
+// latitude, longitude) and drops the properties_tc_COLUMN it replaces, in
+// one ALTER TABLE (in place, without locking the table; MySQL 8 has no ADD
+// INDEX IF NOT EXISTS). A view (no indexes) is left alone.
+func (s *Store) upgradeMySQLIndexes(ctx context.Context) error {
+	rows, err := s.db.QueryContext(ctx, "SELECT DISTINCT INDEX_NAME FROM information_schema.STATISTICS "+
+		"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'properties'")
+	if err != nil {
+		return fmt.Errorf("inspect properties: %w", err)
+	}
+	have := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return fmt.Errorf("inspect properties: %w", err)
+		}
+		have[name] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("inspect properties: %w", err)
+	}
+	if len(have) == 0 {
+		return nil // a view
+	}
+	var clauses []string
+	for _, c := range mysqlOrderIndexColumns {
+		name, old := "properties_tc_"+c+"_ll", "properties_tc_"+c
+		if !have[name] {
+			cols := "tenant_id, country, " + c + ", id, latitude, longitude"
+			if c == "id" {
+				cols = "tenant_id, country, id, latitude, longitude"
+			}
+			clauses = append(clauses, "ADD KEY "+name+" ("+cols+")")
+		}
+		if have[old] {
+			clauses = append(clauses, "DROP KEY "+old)
+		}
+	}
+	if len(clauses) == 0 {
+		return nil
+	}
+	stmt := "ALTER TABLE properties " + strings.Join(clauses, ", ") + ", ALGORITHM=INPLACE, LOCK=NONE"
+	if _, err := s.db.ExecContext(ctx, stmt); err != nil {
+		return fmt.Errorf("add the _ll indexes: %w", err)
+	}
+	return nil
 }
 
 // Analyze refreshes the planner's statistics of the six tables (SQLite:

@@ -66,11 +66,15 @@ CREATE TABLE IF NOT EXISTS properties (
 	featured        INTEGER NOT NULL DEFAULT 0
 );
 CREATE UNIQUE INDEX IF NOT EXISTS properties_tenant_agency_id ON properties (tenant_id, agency_id);
-CREATE INDEX IF NOT EXISTS properties_tc_id ON properties (tenant_id, country, id);
-CREATE INDEX IF NOT EXISTS properties_tc_agency_id ON properties (tenant_id, country, agency_id);
-CREATE INDEX IF NOT EXISTS properties_tc_status ON properties (tenant_id, country, status);
-CREATE INDEX IF NOT EXISTS properties_tc_category ON properties (tenant_id, country, category);
-CREATE INDEX IF NOT EXISTS properties_tc_property_type ON properties (tenant_id, country, property_type);
+-- The indexes of the order fields (suffix _ll) hold id, latitude and
+-- longitude: a geo search whose box is large walks the scope in the order's
+-- index and tests the box on each entry (geoWalkQuery), index-only. They
+-- replace the indexes without them, dropped at the end of this file.
+CREATE INDEX IF NOT EXISTS properties_tc_id_ll ON properties (tenant_id, country, id, latitude, longitude);
+CREATE INDEX IF NOT EXISTS properties_tc_agency_id_ll ON properties (tenant_id, country, agency_id, id, latitude, longitude);
+CREATE INDEX IF NOT EXISTS properties_tc_status_ll ON properties (tenant_id, country, status, id, latitude, longitude);
+CREATE INDEX IF NOT EXISTS properties_tc_category_ll ON properties (tenant_id, country, category, id, latitude, longitude);
+CREATE INDEX IF NOT EXISTS properties_tc_property_type_ll ON properties (tenant_id, country, property_type, id, latitude, longitude);
 CREATE INDEX IF NOT EXISTS properties_tc_lower_property_type ON properties (tenant_id, country, lower(property_type));
 CREATE INDEX IF NOT EXISTS properties_tc_lower_price_type ON properties (tenant_id, country, lower(price_type));
 CREATE INDEX IF NOT EXISTS properties_tc_lower_street_name ON properties (tenant_id, country, lower(street_name));
@@ -78,13 +82,25 @@ CREATE INDEX IF NOT EXISTS properties_tc_lower_street_name ON properties (tenant
 -- from the index alone (index-only), not read from the table row by row.
 CREATE INDEX IF NOT EXISTS properties_tc_geo_price ON properties (tenant_id, country, latitude, longitude, price_from);
 DROP INDEX IF EXISTS properties_tc_geo;
-CREATE INDEX IF NOT EXISTS properties_tc_approved ON properties (tenant_id, country, approved);
-CREATE INDEX IF NOT EXISTS properties_tc_last_updated ON properties (tenant_id, country, last_updated);
-CREATE INDEX IF NOT EXISTS properties_tc_price_from ON properties (tenant_id, country, price_from);
-CREATE INDEX IF NOT EXISTS properties_tc_bedrooms ON properties (tenant_id, country, bedrooms);
-CREATE INDEX IF NOT EXISTS properties_tc_bathrooms ON properties (tenant_id, country, bathrooms);
-CREATE INDEX IF NOT EXISTS properties_tc_suburb ON properties (tenant_id, country, suburb);
+CREATE INDEX IF NOT EXISTS properties_tc_approved_ll ON properties (tenant_id, country, approved, id, latitude, longitude);
+CREATE INDEX IF NOT EXISTS properties_tc_last_updated_ll ON properties (tenant_id, country, last_updated, id, latitude, longitude);
+CREATE INDEX IF NOT EXISTS properties_tc_price_from_ll ON properties (tenant_id, country, price_from, id, latitude, longitude);
+CREATE INDEX IF NOT EXISTS properties_tc_bedrooms_ll ON properties (tenant_id, country, bedrooms, id, latitude, longitude);
+CREATE INDEX IF NOT EXISTS properties_tc_bathrooms_ll ON properties (tenant_id, country, bathrooms, id, latitude, longitude);
+CREATE INDEX IF NOT EXISTS properties_tc_suburb_ll ON properties (tenant_id, country, suburb, id, latitude, longitude);
 CREATE INDEX IF NOT EXISTS properties_tc_featured ON properties (tenant_id, country, featured);
+-- Superseded by the _ll indexes above (databases created before them).
+DROP INDEX IF EXISTS properties_tc_id;
+DROP INDEX IF EXISTS properties_tc_agency_id;
+DROP INDEX IF EXISTS properties_tc_status;
+DROP INDEX IF EXISTS properties_tc_category;
+DROP INDEX IF EXISTS properties_tc_property_type;
+DROP INDEX IF EXISTS properties_tc_approved;
+DROP INDEX IF EXISTS properties_tc_last_updated;
+DROP INDEX IF EXISTS properties_tc_price_from;
+DROP INDEX IF EXISTS properties_tc_bedrooms;
+DROP INDEX IF EXISTS properties_tc_bathrooms;
+DROP INDEX IF EXISTS properties_tc_suburb;
 
 CREATE TABLE IF NOT EXISTS property_agents (
 	property_id INTEGER NOT NULL REFERENCES properties (id),
