@@ -172,7 +172,9 @@ func TestAgentFilterPlansSQLite(t *testing.T) {
 // properties (testdata/plans): the agent_id statements the store used
 // before, and the geo box by price read from the table before the geo
 // index held price_from (*-old-*.txt), are caught on every engine, those it
-// uses now (*-new-*.txt) are not. mysql-old-geo-by-price.txt was recorded
+// uses now (*-new-*.txt) are not; nor do plans the store uses now that the
+// benchmark shows slow (*-slow-*.txt: the dense agent walk at a deep
+// offset) escape. mysql-old-geo-by-price.txt was recorded
 // with the old index rebuilt beside the new one as properties_tc_geo_before
 // and forced.
 func TestPlanProblems(t *testing.T) {
@@ -189,7 +191,7 @@ func TestPlanProblems(t *testing.T) {
 			system, kind, _ := strings.Cut(strings.TrimSuffix(filepath.Base(f), ".txt"), "-")
 			p := planProblems(system, string(b))
 			switch {
-			case strings.HasPrefix(kind, "old") && len(p) == 0:
+			case (strings.HasPrefix(kind, "old") || strings.HasPrefix(kind, "slow")) && len(p) == 0:
 				t.Errorf("no problem found in\n%s", b)
 			case strings.HasPrefix(kind, "new") && len(p) > 0:
 				t.Errorf("problems %q in\n%s", p, b)
