@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/xml"
 	"fmt"
 	"slices"
@@ -22,6 +23,11 @@ import (
 // AppendDocumentXML and AppendDocumentJSON.
 type Document struct {
 	Root *Element
+
+	// frame, when set, is what surrounded the records as the legacy
+	// wrote it (prolog, the list's start tag and end, whitespace between
+	// records), written again around them.
+	frame *frame
 }
 
 // Element is one element of a Document.
@@ -31,23 +37,43 @@ type Element struct {
 	Kids  []Node // in document order
 
 	root bool // read as a document's root: laid out one level shallower than in a list
+
+	// As written (read from a RawTokens source): raw is the element's
+	// bytes, tag the length of its start tag; changed and attrsChanged
+	// say that its children or its attributes are no longer as written
+	// (set by whatever changes them), so only the changed parts are
+	// written anew. rec is set on records.
+	raw          []byte
+	tag          int32
+	changed      bool
+	attrsChanged bool
+	comments     bool // raw holds a comment or processing instruction
+	rec          *recordInfo
 }
 
 // Node is a child of an Element: an element, or text when Elem is nil.
 type Node struct {
 	Elem *Element
 	Text string
+	raw  []byte // the text as written (entities, CDATA), when known
 }
 
 // ReadDocument reads a whole document from d.
 func ReadDocument(d Tokens) (*Document, error) {
-	start, err := rootElement(d)
+	var rr *rawRead
+	if src := rawSource(d); src != nil {
+		rr = &rawRead{src: src}
+	}
+	start, from, err := rootElement(d)
 	if err != nil {
 		return nil, err
 	}
-	root, err := readElement(d, start)
+	root, err := readElement(d, start, rr, from)
 	if err != nil {
 		return nil, err
+	}
+	if rr != nil {
+		rr.settle(root, from, rr.src.InputOffset())
 	}
 	if err := finish(d); err != nil {
 		return nil, err
@@ -55,7 +81,10 @@ func ReadDocument(d Tokens) (*Document, error) {
 	return &Document{Root: root}, nil
 }
 
-func readElement(d Tokens, start xml.StartElement) (*Element, error) {
+// readElement reads the element whose start (read from offset from) was
+// just read, with everything in it. With rr, it notes the offsets of the
+// element and its texts for rawRead.settle.
+func readElement(d Tokens, start xml.StartElement, rr *rawRead, from int64) (*Element, error) {
 	e := &Element{Name: start.Name.Local}
 	for _, a := range start.Attr {
 		if a.Name.Space == "xmlns" || a.Name.Local == "xmlns" {
@@ -63,27 +92,49 @@ func readElement(d Tokens, start xml.StartElement) (*Element, error) {
 		}
 		e.Attrs = append(e.Attrs, xml.Attr{Name: xml.Name{Local: a.Name.Local}, Value: a.Value})
 	}
+	var tagEnd, before int64
+	if rr != nil {
+		tagEnd = rr.src.InputOffset()
+		before = tagEnd
+	}
 	for {
 		t, err := d.Token()
 		if err != nil {
 			return nil, unexpectedEOF(err)
 		}
+		var after int64
+		if rr != nil {
+			after = rr.src.InputOffset()
+		}
 		switch t := t.(type) {
 		case xml.StartElement:
-			k, err := readElement(d, t)
+			k, err := readElement(d, t, rr, before)
 			if err != nil {
 				return nil, err
 			}
 			e.Kids = append(e.Kids, Node{Elem: k})
+			if rr != nil {
+				after = rr.src.InputOffset()
+			}
 		case xml.CharData:
 			if n := len(e.Kids); n > 0 && e.Kids[n-1].Elem == nil {
 				e.Kids[n-1].Text += string(t) // text around a dropped comment
+				if rr != nil && len(rr.txts) > 0 && rr.txts[len(rr.txts)-1].e == e {
+					rr.txts[len(rr.txts)-1].end = after // the raw text keeps the comment
+				}
 			} else {
 				e.Kids = append(e.Kids, Node{Text: string(t)})
+				if rr != nil {
+					rr.txts = append(rr.txts, txtSpan{e: e, kid: len(e.Kids) - 1, start: before, end: after})
+				}
 			}
 		case xml.EndElement:
+			if rr != nil {
+				rr.els = append(rr.els, elSpan{e: e, start: from, tag: tagEnd, end: after})
+			}
 			return e, nil
 		}
+		before = after
 	}
 }
 
@@ -101,11 +152,15 @@ func (e *Element) Attr(name string) (string, bool) {
 func (e *Element) SetAttr(name, value string) {
 	for i := range e.Attrs {
 		if e.Attrs[i].Name.Local == name {
-			e.Attrs[i].Value = value
+			if e.Attrs[i].Value != value {
+				e.Attrs[i].Value = value
+				e.attrsChanged = true
+			}
 			return
 		}
 	}
 	e.Attrs = append(e.Attrs, xml.Attr{Name: xml.Name{Local: name}, Value: value})
+	e.attrsChanged = true
 }
 
 // Elements returns e's child elements named name (all of them when name is
@@ -156,43 +211,109 @@ func (e *Element) remove(drop func(*Element) bool) int {
 		}
 		if l := len(out); l > 0 && k.Elem == nil && out[l-1].Elem == nil {
 			out[l-1].Text += k.Text // the text on both sides of what was dropped
+			out[l-1].raw = nil
 			continue
 		}
 		out = append(out, k)
 	}
 	clear(e.Kids[len(out):])
 	e.Kids = out
+	if n > 0 {
+		e.changed = true
+	}
 	return n
 }
 
 // AppendDocumentXML appends doc as XML: the declaration, then every element
-// and text as read, escaped as the writers escape (docs/wire-format.md).
+// and text as read. What was read as written (from a RawTokens source) and
+// not changed since is written byte for byte; the rest is escaped as the
+// writers escape (docs/wire-format.md).
 func AppendDocumentXML(dst []byte, doc *Document) []byte {
-	dst = append(dst, xmlHeader...)
+	f := doc.frame
+	switch {
+	case f == nil || f.prolog == nil:
+		dst = append(dst, xmlHeader...)
+	case bytes.HasPrefix(f.prolog, []byte("<?xml")):
+		dst = append(dst, f.prolog...)
+	case len(f.prolog) > 0 && (f.prolog[0] == '\n' || f.prolog[0] == '\r'):
+		dst = append(append(dst, xmlHeader[:len(xmlHeader)-1]...), f.prolog...)
+	default: // written without a declaration: this one says UTF-8
+		dst = append(append(dst, xmlHeader...), f.prolog...)
+	}
+	if f != nil && f.list && f.tail != nil {
+		dst = appendStartTag(dst, doc.Root, f.tag)
+		for _, k := range doc.Root.Kids {
+			dst = appendNodeXML(dst, k)
+		}
+		return append(dst, f.tail...)
+	}
 	dst = appendElementXML(dst, doc.Root)
+	if f != nil && !f.list && f.tail != nil {
+		return append(dst, f.tail...)
+	}
 	return append(dst, '\n')
 }
 
+// unchanged reports whether e and everything in it are as written.
+func unchanged(e *Element) bool {
+	if e.raw == nil || e.changed || e.attrsChanged {
+		return false
+	}
+	for _, k := range e.Kids {
+		if k.Elem != nil && !unchanged(k.Elem) {
+			return false
+		}
+	}
+	return true
+}
+
 func appendElementXML(dst []byte, e *Element) []byte {
+	if unchanged(e) {
+		return append(dst, e.raw...)
+	}
+	var tag []byte
+	if e.raw != nil {
+		tag = e.raw[:e.tag]
+	}
+	dst = appendStartTag(dst, e, tag)
+	if len(e.Kids) == 0 && (e.raw == nil || int(e.tag) == len(e.raw)) {
+		// Self-closing, as written or as the writers write it.
+		if tag == nil || e.attrsChanged {
+			return append(dst[:len(dst)-1], "/>"...)
+		}
+		return dst
+	}
+	for _, k := range e.Kids {
+		dst = appendNodeXML(dst, k)
+	}
+	dst = append(dst, "</"...)
+	dst = append(dst, e.Name...)
+	return append(dst, '>')
+}
+
+// appendStartTag appends e's start tag: tag (as written) when e's
+// attributes are unchanged, else e's name and attributes, escaped, ending
+// with '>' (also when written self-closing: appendElementXML makes it so).
+func appendStartTag(dst []byte, e *Element, tag []byte) []byte {
+	if tag != nil && !e.attrsChanged {
+		return append(dst, tag...)
+	}
 	dst = append(dst, '<')
 	dst = append(dst, e.Name...)
 	for _, a := range e.Attrs {
 		dst = xmlAttr(dst, a.Name.Local, a.Value)
 	}
-	if len(e.Kids) == 0 {
-		return append(dst, "/>"...)
-	}
-	dst = append(dst, '>')
-	for _, k := range e.Kids {
-		if k.Elem != nil {
-			dst = appendElementXML(dst, k.Elem)
-		} else {
-			dst = appendXMLText(dst, k.Text)
-		}
-	}
-	dst = append(dst, "</"...)
-	dst = append(dst, e.Name...)
 	return append(dst, '>')
+}
+
+func appendNodeXML(dst []byte, k Node) []byte {
+	switch {
+	case k.Elem != nil:
+		return appendElementXML(dst, k.Elem)
+	case k.raw != nil:
+		return append(dst, k.raw...)
+	}
+	return appendXMLText(dst, k.Text)
 }
 
 // PassOptions say what a caller may see of a pass-through document.
@@ -271,6 +392,9 @@ func filterRecord(r *Element, o PassOptions, report func(Problem)) {
 				attrs = append(attrs, a)
 			}
 		}
+		if len(attrs) < len(e.Attrs) {
+			e.attrsChanged = true
+		}
 		clear(e.Attrs[len(attrs):])
 		e.Attrs = attrs
 	}
@@ -290,6 +414,9 @@ func filterRecord(r *Element, o PassOptions, report func(Problem)) {
 				keepMarkup(k)
 			}
 		}
+	}
+	if !o.Unknown {
+		dropComments(r)
 	}
 	filterAttrs(r)
 	walk(r)
@@ -317,6 +444,9 @@ var markupTags = setOf("br", "p", "b", "i", "em", "strong", "u", "ul", "ol", "li
 func keepMarkup(e *Element) {
 	e.remove(func(k *Element) bool { return !markupTags[k.Name] })
 	for _, k := range e.Elements("") {
+		if len(k.Attrs) > 0 {
+			k.attrsChanged = true
+		}
 		clear(k.Attrs)
 		k.Attrs = nil
 		keepMarkup(k)
@@ -546,14 +676,21 @@ func innerXML(e *Element) string {
 }
 
 // passList returns the list document of records that all carry their
-// legacy source (copies, laid out as the writers lay out a list), or nil
-// when any does not (or there are none): those are rendered instead.
-func passList[T any](name string, recs []T, legacy func(*T) any) *Document {
+// legacy source (copies, laid out as the writers lay out a list, or as the
+// legacy laid them out when they are the records of one answer and asWritten
+// allows it), or nil when any does not (or there are none): those are
+// rendered instead.
+func passList[T any](name string, recs []T, legacy func(*T) any, asWritten bool) *Document {
 	if len(recs) == 0 {
 		return nil
 	}
-	if _, ok := legacy(&recs[0]).(*Element); !ok { // the model path allocates nothing here
+	first, ok := legacy(&recs[0]).(*Element) // the model path allocates nothing here
+	if !ok {
 		return nil
+	}
+	var f *frame
+	if first.rec != nil && first.rec.frame != nil && first.rec.frame.list {
+		f = first.rec.frame
 	}
 	root := &Element{Name: name, Kids: make([]Node, 0, 2*len(recs)+1)}
 	for i := range recs {
@@ -561,14 +698,46 @@ func passList[T any](name string, recs []T, legacy func(*T) any) *Document {
 		if !ok {
 			return nil
 		}
+		if f != nil && (e.rec == nil || e.rec.frame != f) {
+			f = nil // records of several answers (hydration)
+		}
 		c := cloneElement(e)
 		if e.root {
 			indent(c) // a single document's record (hydration) inside a list
 		}
-		root.Kids = append(root.Kids, Node{Text: "\n  "}, Node{Elem: c})
+		lead := Node{Text: "\n  "}
+		if e.rec != nil && e.rec.lead != nil {
+			lead = Node{Text: string(e.rec.lead), raw: e.rec.lead}
+		}
+		root.Kids = append(root.Kids, lead, Node{Elem: c})
+	}
+	if f != nil && f.tail != nil {
+		if !asWritten {
+			// Whitespace only: the prolog (comments) and the root's
+			// attributes are the legacy's unnamed content.
+			return &Document{Root: root, frame: &frame{list: true, tail: f.tail}}
+		}
+		root.Attrs = slices.Clone(f.attrs)
+		return &Document{Root: root, frame: f}
+	}
+	for i := 0; i < len(root.Kids); i += 2 {
+		root.Kids[i] = Node{Text: "\n  "}
 	}
 	root.Kids = append(root.Kids, Node{Text: "\n"})
 	return &Document{Root: root}
+}
+
+// passOne returns the single-resource document of e, a copy, with the
+// legacy's prolog and epilog when asWritten.
+func passOne(e *Element, asWritten bool) *Document {
+	doc := &Document{Root: cloneElement(e)}
+	if e.rec != nil && e.rec.frame != nil && !e.rec.frame.list {
+		doc.frame = e.rec.frame
+		if !asWritten {
+			doc.frame = &frame{tail: doc.frame.tail} // whitespace only
+		}
+	}
+	return doc
 }
 
 // appendPassed filters doc for o's caller and writes it in f. A full-detail
@@ -596,12 +765,13 @@ func appendPassed(dst []byte, f Format, doc *Document, o Options, full bool) []b
 // cloneElement copies e deeply: Filter changes what it is given, and a
 // legacy record may be cached and rendered for other callers.
 func cloneElement(e *Element) *Element {
-	c := &Element{Name: e.Name, Attrs: slices.Clone(e.Attrs), Kids: make([]Node, len(e.Kids))}
+	c := &Element{Name: e.Name, Attrs: slices.Clone(e.Attrs), Kids: make([]Node, len(e.Kids)),
+		root: e.root, raw: e.raw, tag: e.tag, changed: e.changed, attrsChanged: e.attrsChanged, comments: e.comments, rec: e.rec}
 	for i, k := range e.Kids {
 		if k.Elem != nil {
 			c.Kids[i].Elem = cloneElement(k.Elem)
 		} else {
-			c.Kids[i].Text = k.Text
+			c.Kids[i] = k // the raw bytes are never changed, only dropped
 		}
 	}
 	return c
@@ -618,6 +788,8 @@ func indent(e *Element) {
 			indent(k.Elem)
 		case k.Elem == nil && strings.TrimSpace(k.Text) == "" && strings.Contains(k.Text, "\n"):
 			e.Kids[i].Text = strings.ReplaceAll(k.Text, "\n", "\n  ")
+			e.Kids[i].raw = nil
+			e.changed = true
 		}
 	}
 }

@@ -40,15 +40,24 @@ func nodeFromElement(e *Element) *node {
 	return n
 }
 
-// readRecord reads a record whose start was just read: as a node, or, when
-// keep, as an Element kept in the node.
-func readRecord(d Tokens, start xml.StartElement, keep bool) (*node, error) {
+// readRecord reads a record whose start (read from offset from) was just
+// read: as a node, or, when keep, as an Element kept in the node, with its
+// bytes as written when d is a RawTokens source that records (rr non-nil).
+func readRecord(d Tokens, start xml.StartElement, keep bool, rr *rawRead, from int64) (*node, error) {
 	if !keep {
 		return readNode(d, start)
 	}
-	e, err := readElement(d, start)
+	if rr != nil {
+		rr.els, rr.txts = rr.els[:0], rr.txts[:0]
+	}
+	e, err := readElement(d, start, rr, from)
 	if err != nil {
 		return nil, err
+	}
+	if rr != nil {
+		rr.settle(e, from, rr.src.InputOffset())
+		clear(rr.els)
+		clear(rr.txts)
 	}
 	n := nodeFromElement(e)
 	n.src = e
@@ -168,26 +177,51 @@ func readNode(d Tokens, start xml.StartElement) (*node, error) {
 // most that many), so a list of tiny records cannot inflate the model. The
 // rest of the document is read too, so a truncated body is malformed.
 func decodeAnswer(d Tokens, want, record string, single bool, maxRecords int, keep bool, each func(*node) error) error {
-	start, err := rootElement(d)
+	var rr *rawRead
+	if src := rawSource(d); src != nil {
+		if keep {
+			rr = &rawRead{src: src}
+		} else {
+			src.Recorder().Unmark()
+		}
+	}
+	start, from, err := rootElement(d)
 	if err != nil {
 		return err
+	}
+	if rr != nil && start.Name.Local != want {
+		rr.src.Recorder().Unmark() // an error document is not kept
+		rr = nil
 	}
 	switch start.Name.Local {
 	case want:
 		if single {
-			n, err := readRecord(d, start, keep)
+			n, err := readRecord(d, start, keep, rr, from)
 			if err != nil {
 				return err
 			}
 			if n.src != nil {
 				n.src.root = true
+				if rr != nil {
+					end := rr.src.InputOffset()
+					f := &frame{prolog: keptProlog(rr.src.Recorder().Bytes(0, from))}
+					rr.src.Recorder().Mark(end)
+					if err := finish(d); err != nil {
+						return err
+					}
+					if tail := rr.src.Recorder().Bytes(end, rr.src.InputOffset()); tail != nil && onlySpace(tail) {
+						f.tail = tail
+					}
+					n.src.rec = &recordInfo{frame: f}
+					return each(n)
+				}
 			}
 			if err := each(n); err != nil {
 				return err
 			}
 			return finish(d)
 		}
-		if err := eachChild(d, record, maxRecords, keep, each); err != nil {
+		if err := eachChild(d, start, from, record, maxRecords, keep, rr, each); err != nil {
 			return err
 		}
 		return finish(d)
@@ -204,26 +238,56 @@ func decodeAnswer(d Tokens, want, record string, single bool, maxRecords int, ke
 	return fmt.Errorf("%w <%s>, want <%s>", ErrRoot, start.Name.Local, want)
 }
 
-// rootElement reads up to the root element's start.
-func rootElement(d Tokens) (xml.StartElement, error) {
+// rootElement reads up to the root element's start, and returns it and the
+// offset it was read from (0 unless d is a RawTokens source).
+func rootElement(d Tokens) (xml.StartElement, int64, error) {
+	src, _ := d.(RawTokens)
 	for {
+		var from int64
+		if src != nil {
+			from = src.InputOffset()
+		}
 		t, err := d.Token()
 		if err == io.EOF {
-			return xml.StartElement{}, fmt.Errorf("%w: no root element", ErrMalformed)
+			return xml.StartElement{}, 0, fmt.Errorf("%w: no root element", ErrMalformed)
 		}
 		if err != nil {
-			return xml.StartElement{}, err
+			return xml.StartElement{}, 0, err
 		}
 		if s, ok := t.(xml.StartElement); ok {
-			return s, nil
+			return s, from, nil
 		}
 	}
 }
 
-// eachChild reads the children of the root just opened, handing those named
-// record to each and skipping the others, up to the root's end.
-func eachChild(d Tokens, record string, maxRecords int, keep bool, each func(*node) error) error {
+// eachChild reads the children of the root just opened (start, read from
+// offset from), handing those named record to each and skipping the
+// others, up to the root's end. With rr, each record keeps its bytes as
+// written and the list's frame.
+func eachChild(d Tokens, root xml.StartElement, from int64, record string, maxRecords int, keep bool, rr *rawRead, each func(*node) error) error {
+	var (
+		f       *frame
+		prevEnd int64 // the end of the root's start tag, then of the last record
+	)
+	if rr != nil {
+		rec := rr.src.Recorder()
+		prevEnd = rr.src.InputOffset()
+		f = &frame{list: true, prolog: keptProlog(rec.Bytes(0, from)), tag: rec.Bytes(from, prevEnd)}
+		if f.tag == nil || !xmlEntitiesOnly(f.tag) {
+			f.tag = nil
+		}
+		for _, a := range root.Attr {
+			if a.Name.Space != "xmlns" && a.Name.Local != "xmlns" {
+				f.attrs = append(f.attrs, xml.Attr{Name: xml.Name{Local: a.Name.Local}, Value: a.Value})
+			}
+		}
+		rec.Mark(prevEnd)
+	}
 	for records := 0; ; {
+		var before int64
+		if rr != nil {
+			before = rr.src.InputOffset()
+		}
 		t, err := d.Token()
 		if err != nil {
 			return unexpectedEOF(err)
@@ -239,14 +303,37 @@ func eachChild(d Tokens, record string, maxRecords int, keep bool, each func(*no
 			if records++; records > maxRecords {
 				return fmt.Errorf("%w: more than the %d asked for", ErrTooManyRecords, maxRecords)
 			}
-			n, err := readRecord(d, t, keep)
+			var lead []byte
+			if rr != nil {
+				if lead = rr.src.Recorder().Bytes(prevEnd, before); lead != nil && !onlySpace(lead) {
+					lead = nil
+				}
+			}
+			n, err := readRecord(d, t, keep, rr, before)
 			if err != nil {
 				return err
+			}
+			if rr != nil && n.src != nil {
+				n.src.rec = &recordInfo{frame: f, lead: lead}
+				prevEnd = rr.src.InputOffset()
+				rr.src.Recorder().Mark(prevEnd)
 			}
 			if err := each(n); err != nil {
 				return err
 			}
 		case xml.EndElement:
+			if rr != nil {
+				end := rr.src.InputOffset()
+				rec := rr.src.Recorder() // marked at prevEnd
+				if err := finish(d); err != nil {
+					return err
+				}
+				tail := rec.Bytes(prevEnd, rr.src.InputOffset())
+				if tail != nil && onlySpace(tail[:before-prevEnd]) && onlySpace(tail[end-prevEnd:]) {
+					f.tail = tail
+				}
+				rec.Unmark()
+			}
 			return nil
 		}
 	}

@@ -18,7 +18,7 @@ func TestNodeText(t *testing.T) {
 		{`<description><!-- only a comment --></description>`, ""},
 	} {
 		d := xml.NewDecoder(strings.NewReader(tc.xml))
-		start, err := rootElement(d)
+		start, _, err := rootElement(d)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -127,7 +127,7 @@ const (
 // AppendPropertyList appends the property list document of ps at the detail
 // level of o and returns the extended buffer. The document's count is len(ps).
 func AppendPropertyList(dst []byte, f Format, ps []upstream.Property, o Options) []byte {
-	if doc := passList("properties", ps, func(p *upstream.Property) any { return p.Legacy }); doc != nil {
+	if doc := passList("properties", ps, func(p *upstream.Property) any { return p.Legacy }, asWritten(o)); doc != nil {
 		return appendPassed(dst, f, doc, o, o.Detail == normalize.Full)
 	}
 	lv := o.level(o.Detail == normalize.Full)
@@ -140,11 +140,17 @@ func AppendPropertyList(dst []byte, f Format, ps []upstream.Property, o Options)
 	panic(badFormat(f))
 }
 
+// asWritten reports whether a list for o's caller keeps what surrounded the
+// legacy's records (prolog with its comments, whitespace between records):
+// for callers who may see what the wire format does not name, and for short
+// lists, which pass as the legacy's own short answer.
+func asWritten(o Options) bool { return o.Unknown || o.Detail != normalize.Full }
+
 // AppendProperty appends the single-property document of p, always with full
 // detail, and returns the extended buffer. o.Detail is ignored.
 func AppendProperty(dst []byte, f Format, p *upstream.Property, o Options) []byte {
 	if e, ok := p.Legacy.(*Element); ok {
-		return appendPassed(dst, f, &Document{Root: cloneElement(e)}, o, true)
+		return appendPassed(dst, f, passOne(e, o.Unknown), o, true)
 	}
 	lv := o.level(true)
 	switch f {
@@ -163,7 +169,7 @@ func AppendProperty(dst []byte, f Format, p *upstream.Property, o Options) []byt
 // of o and returns the extended buffer. The document's count is len(as).
 // o.Prices is ignored.
 func AppendAgentList(dst []byte, f Format, as []upstream.Agent, o Options) []byte {
-	if doc := passList("agents", as, func(a *upstream.Agent) any { return a.Legacy }); doc != nil {
+	if doc := passList("agents", as, func(a *upstream.Agent) any { return a.Legacy }, asWritten(o)); doc != nil {
 		return appendPassed(dst, f, doc, o, o.Detail == normalize.Full)
 	}
 	lv := o.level(o.Detail == normalize.Full)
@@ -180,7 +186,7 @@ func AppendAgentList(dst []byte, f Format, as []upstream.Agent, o Options) []byt
 // detail, and returns the extended buffer. o.Detail and o.Prices are ignored.
 func AppendAgent(dst []byte, f Format, a *upstream.Agent, o Options) []byte {
 	if e, ok := a.Legacy.(*Element); ok {
-		return appendPassed(dst, f, &Document{Root: cloneElement(e)}, o, true)
+		return appendPassed(dst, f, passOne(e, o.Unknown), o, true)
 	}
 	lv := o.level(true)
 	switch f {

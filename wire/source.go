@@ -29,7 +29,7 @@ func SourceOptions(d normalize.Detail, loc *time.Location) Options {
 
 // ReadSourceList reads a source list document of properties or agents.
 func ReadSourceList[T any](src []byte, loc *time.Location, full bool) ([]T, error) {
-	d := xml.NewDecoder(bytes.NewReader(src))
+	d := NewRawDecoder(bytes.NewReader(src))
 	ro := ReadOptions{Keep: true}
 	var (
 		out any
@@ -51,7 +51,7 @@ func ReadSourceList[T any](src []byte, loc *time.Location, full bool) ([]T, erro
 
 // ReadSource reads a source single-resource document.
 func ReadSource[T any](src []byte, loc *time.Location) (T, error) {
-	d := xml.NewDecoder(bytes.NewReader(src))
+	d := NewRawDecoder(bytes.NewReader(src))
 	ro := ReadOptions{Keep: true}
 	var (
 		out any
@@ -77,7 +77,7 @@ func ReadSource[T any](src []byte, loc *time.Location) (T, error) {
 // *NotFoundError; anything else is a failure.
 func ReadAnswer(src []byte) error {
 	d := xml.NewDecoder(bytes.NewReader(src))
-	start, err := rootElement(d)
+	start, _, err := rootElement(d)
 	if err != nil {
 		return err
 	}

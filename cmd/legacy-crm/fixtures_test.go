@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"listingproxy/docdiff"
 	"listingproxy/internal/legacyfixture"
 	"listingproxy/upstream/crm"
@@ -45,6 +47,9 @@ func TestFixtureFidelity(t *testing.T) {
 			}
 			for _, d := range docdiff.Compare(want, body, docdiff.XML) {
 				t.Errorf("differs from the legacy document: %s", d)
+			}
+			if string(body) != string(want) {
+				t.Errorf("not byte for byte the legacy document (-legacy +listingproxy):\n%s", cmp.Diff(string(want), string(body)))
 			}
 			for _, asWritten := range []string{"1650000.00", "-27.4705000", "320.0", "Tue Nov 3 09:05:00 +1000 2026", "12  Smith Street", "Line one<br/>Line two", "<garages>2</garages>", `width="1024"`, "3+", "2026-09-01 14:22:05", "<fax>", "Listing 9998 is no longer available"} {
 				if strings.Contains(string(want), asWritten) && !strings.Contains(string(body), asWritten) {

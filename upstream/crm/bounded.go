@@ -83,7 +83,8 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 type boundedDecoder struct {
 	ctx      context.Context
 	body     *boundedReader
-	text     *utf8Repair // between body and dec: bytes that are not UTF-8
+	text     *utf8Repair    // between body and rec: bytes that are not UTF-8
+	rec      *wire.Recorder // between text and dec: keeps records as written (wire.RawTokens)
 	dec      *xml.Decoder
 	lim      limits
 	elements int
@@ -95,10 +96,29 @@ type boundedDecoder struct {
 func newBoundedDecoder(ctx context.Context, r io.Reader, lim limits) *boundedDecoder {
 	body := &boundedReader{ctx: ctx, r: r, max: lim.maxBytes}
 	text := &utf8Repair{r: body}
-	dec := xml.NewDecoder(text)
-	dec.CharsetReader = charsetReader
+	rec := wire.NewRecorder(text)
+	dec := xml.NewDecoder(rec) // a ByteReader: read directly, so offsets are rec's
+	dec.CharsetReader = func(charset string, input io.Reader) (io.Reader, error) {
+		r, err := charsetReader(charset, input)
+		if r != input {
+			rec.Disable() // the decoder now reads converted bytes: none is kept as written
+		}
+		return r, err
+	}
 	dec.Entity = xml.HTMLEntity // legacy text sometimes carries &nbsp; and friends
-	return &boundedDecoder{ctx: ctx, body: body, text: text, dec: dec, lim: lim}
+	return &boundedDecoder{ctx: ctx, body: body, text: text, rec: rec, dec: dec, lim: lim}
+}
+
+// InputOffset is the decoder's offset in rec's stream (wire.RawTokens).
+func (d *boundedDecoder) InputOffset() int64 { return d.dec.InputOffset() }
+
+// Recorder returns rec (wire.RawTokens), or nil once a declared charset is
+// converted.
+func (d *boundedDecoder) Recorder() *wire.Recorder {
+	if d.rec.Disabled() {
+		return nil
+	}
+	return d.rec
 }
 
 // Token returns the next token (see xml.Decoder.Token: its data is valid

@@ -1,0 +1,190 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/xml"
+	"strings"
+)
+
+// frame is what surrounded the records of one legacy answer, as written:
+// for a list, the prolog, the root's start tag and attributes, and what
+// follows the last record (whitespace, the root's end tag, the epilog); for
+// a single-resource answer, the prolog and the epilog. Its records share
+// it. A part that cannot be kept (too long, not UTF-8, not whitespace where
+// only whitespace may be) is nil, and the writers lay that part out as
+// they lay out their own documents.
+type frame struct {
+	list   bool
+	prolog []byte     // up to the root element: the declaration (UTF-8 or none declared), comments, whitespace
+	tag    []byte     // list: the root's start tag
+	attrs  []xml.Attr // list: the root's attributes
+	tail   []byte     // list: from the end of the last record; single: after the root
+}
+
+// recordInfo is kept on a record read from a RawTokens source.
+type recordInfo struct {
+	frame *frame
+	lead  []byte // list: the whitespace before the record, as written
+}
+
+// rawRead tracks the offsets of the elements and texts of one record while
+// it is read, to give each its slice of the record's bytes at its end.
+type rawRead struct {
+	src  RawTokens
+	els  []elSpan
+	txts []txtSpan
+}
+
+type elSpan struct {
+	e               *Element
+	start, tag, end int64
+}
+
+type txtSpan struct {
+	e          *Element
+	kid        int
+	start, end int64
+}
+
+// rawSource returns d as a RawTokens source that records, or nil.
+func rawSource(d Tokens) RawTokens {
+	if r, ok := d.(RawTokens); ok && r.Recorder() != nil {
+		return r
+	}
+	return nil
+}
+
+// settle gives the record e (read from offset start to end) and its
+// elements and texts their bytes as written, when the recorder still holds
+// them. A text whose entities are not XML's own (&nbsp;, which the reader
+// accepts from legacy HTML habits) is not kept as written, and neither is
+// the element around it as a whole.
+func (rr *rawRead) settle(e *Element, start, end int64) {
+	raw := rr.src.Recorder().Bytes(start, end)
+	if raw == nil {
+		return
+	}
+	for _, s := range rr.els {
+		s.e.raw = raw[s.start-start : s.end-start : s.end-start]
+		s.e.tag = int32(s.tag - s.start)
+		if !xmlEntitiesOnly(s.e.raw[:s.e.tag]) {
+			s.e.attrsChanged = true
+		}
+		s.e.comments = bytes.Contains(s.e.raw, []byte("<!--")) || bytes.Contains(s.e.raw[1:], []byte("<?"))
+	}
+	for _, s := range rr.txts {
+		t := raw[s.start-start : s.end-start : s.end-start]
+		if xmlEntitiesOnly(t) {
+			s.e.Kids[s.kid].raw = t
+		} else {
+			s.e.changed = true
+		}
+	}
+}
+
+// xmlEntitiesOnly reports whether every entity reference in b (outside
+// CDATA sections and comments) is one XML defines (amp, lt, gt, quot,
+// apos) or a character reference.
+func xmlEntitiesOnly(b []byte) bool {
+	for {
+		i := bytes.IndexAny(b, "&<")
+		if i < 0 {
+			return true
+		}
+		if b[i] == '<' {
+			b = b[i+1:]
+			for _, sec := range [][2]string{{"![CDATA[", "]]>"}, {"!--", "-->"}} {
+				if bytes.HasPrefix(b, []byte(sec[0])) {
+					end := bytes.Index(b, []byte(sec[1]))
+					if end < 0 {
+						return false
+					}
+					b = b[end:]
+				}
+			}
+			continue
+		}
+		b = b[i+1:]
+		j := bytes.IndexByte(b, ';')
+		if j < 0 {
+			return false
+		}
+		switch name := string(b[:j]); {
+		case name == "amp", name == "lt", name == "gt", name == "quot", name == "apos", strings.HasPrefix(name, "#"):
+		default:
+			return false
+		}
+		b = b[j+1:]
+	}
+}
+
+// dropComments marks every element of e whose bytes as written hold a
+// comment or a processing instruction as changed, and drops the bytes of its
+// texts that hold one, so none is written: for callers who may not see what
+// the wire format does not name (a comment is such content).
+func dropComments(e *Element) {
+	if !e.comments {
+		return
+	}
+	e.changed = true
+	for i, k := range e.Kids {
+		switch {
+		case k.Elem != nil:
+			dropComments(k.Elem)
+		case k.raw != nil && bytes.Contains(k.raw, []byte("<?")):
+			e.Kids[i].raw = nil
+		case k.raw != nil && bytes.Contains(k.raw, []byte("<!--")):
+			e.Kids[i].raw = withoutComments(k.raw)
+		}
+	}
+}
+
+// withoutComments returns b without its comments; when what is left is
+// whitespace, only what followed the last comment (the comment's line goes
+// with it).
+func withoutComments(b []byte) []byte {
+	var out []byte
+	last := 0
+	for {
+		i := bytes.Index(b[last:], []byte("<!--"))
+		if i < 0 {
+			break
+		}
+		out = append(out, b[last:last+i]...)
+		j := bytes.Index(b[last+i:], []byte("-->"))
+		if j < 0 {
+			return nil
+		}
+		last += i + j + 3
+	}
+	if onlySpace(out) {
+		return b[last:]
+	}
+	return append(out, b[last:]...)
+}
+
+// onlySpace reports whether b is XML whitespace.
+func onlySpace(b []byte) bool {
+	return len(bytes.Trim(b, " \t\r\n")) == 0
+}
+
+// keptProlog returns the prolog as written when it may be written again
+// before a UTF-8 document: a declaration of UTF-8 (or of no encoding) or
+// none, comments and whitespace; else nil.
+func keptProlog(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) // a byte order mark: written again after a declaration would be malformed
+	if bytes.HasPrefix(b, []byte("<?xml")) {
+		end := bytes.Index(b, []byte("?>"))
+		if end < 0 {
+			return nil
+		}
+		decl := strings.ToLower(string(b[:end]))
+		if strings.Contains(decl, "encoding") && !strings.Contains(decl, "utf-8") {
+			return nil
+		}
+	}
+	return b
+}

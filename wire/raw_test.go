@@ -1,0 +1,161 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/xml"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"listingproxy/normalize"
+	"listingproxy/upstream"
+)
+
+// asWrittenList is a legacy list as an old PHP endpoint writes it: a
+// comment in the prolog, an attribute of the list the wire format does not
+// name, tabs, single-quoted attributes, character references, CDATA, an
+// empty element written open, a comment inside a record, CRLF line ends.
+const asWrittenList = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\r\n<!-- ListingCRM 4.2 -->\r\n" +
+	"<properties count='2' page=\"1\">\r\n" +
+	"\t<property id='3301' last_updated=\"Tue Nov 3 09:05:00 +1000 2026\">\r\n" +
+	"\t\t<agency_id>QLD-3301</agency_id>\r\n" +
+	"\t\t<address display=\"true\">12  Smith&#32;Street</address>\r\n" +
+	"\t\t<status>CURRENT</status>\r\n" +
+	"\t\t<latitude></latitude>\r\n" +
+	"\t\t<price_from>1650000.00</price_from>\r\n" +
+	"\t\t<suburb>Caf&#xE9; Row</suburb>\r\n" +
+	"\t\t<garages>2</garages>\r\n" +
+	"\t\t<!-- staff note -->\r\n" +
+	"\t\t<description><![CDATA[Views & more <3]]><br></br>Line two &amp; &quot;more&quot;</description>\r\n" +
+	"\t\t<photos count=\"1\"><photo type=\"Normal\" caption='Front' position=\"1\" thumbnail=\"t.jpg\" width=\"1024\">1.jpg</photo></photos>\r\n" +
+	"\t</property>\r\n" +
+	"\t<property id=\"3302\" last_updated=\"Mon Nov 02 17:45:10 +1000 2026\"><status>SOLD</status><bedrooms>3+</bedrooms></property>\r\n" +
+	"</properties>\r\n"
+
+func readRawList(t *testing.T, doc string) []upstream.Property {
+	t.Helper()
+	ps, err := ReadPropertyList(NewRawDecoder(strings.NewReader(doc)), time.UTC, true, math.MaxInt, ReadOptions{Keep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+// TestPassThroughAsWritten: a caller with the upstream user's permissions
+// gets the legacy's list byte for byte, also after the shared fetch's
+// source document round trip; a narrower caller gets only the changed
+// parts written anew: the removed elements (with the whitespace before
+// them), the list's start tag (its unnamed attribute dropped, the count
+// fixed) and the declaration, everything else as written.
+func TestPassThroughAsWritten(t *testing.T) {
+	ps := readRawList(t, asWrittenList)
+	full := Options{Detail: normalize.Full, Prices: true, Unknown: true}
+	if got := string(AppendPropertyList(nil, XML, ps, full)); got != asWrittenList {
+		t.Errorf("upstream-level caller (-legacy +got):\n%s", cmp.Diff(asWrittenList, got))
+	}
+	src := AppendPropertyList(nil, XML, ps, SourceOptions(normalize.Full, time.UTC))
+	again, err := ReadSourceList[upstream.Property](src, time.UTC, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(AppendPropertyList(nil, XML, again, full)); got != asWrittenList {
+		t.Errorf("after the source round trip (-legacy +got):\n%s", cmp.Diff(asWrittenList, got))
+	}
+
+	narrow := string(AppendPropertyList(nil, XML, ps, Options{Detail: normalize.Full}))
+	want := "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" +
+		"<properties count=\"2\">\r\n" +
+		"\t<property id='3301' last_updated=\"Tue Nov 3 09:05:00 +1000 2026\">\r\n" +
+		"\t\t<agency_id>QLD-3301</agency_id>\r\n" +
+		"\t\t<address display=\"true\">12  Smith&#32;Street</address>\r\n" +
+		"\t\t<status>CURRENT</status>\r\n" +
+		"\t\t<latitude></latitude>\r\n" +
+		"\t\t<suburb>Caf&#xE9; Row</suburb>\r\n" +
+		"\t\t<description><![CDATA[Views & more <3]]><br></br>Line two &amp; &quot;more&quot;</description>\r\n" +
+		"\t\t<photos count=\"1\"><photo type=\"Normal\" caption=\"Front\" position=\"1\" thumbnail=\"t.jpg\">1.jpg</photo></photos>\r\n" +
+		"\t</property>\r\n" +
+		"\t<property id=\"3302\" last_updated=\"Mon Nov 02 17:45:10 +1000 2026\"><status>SOLD</status><bedrooms>3+</bedrooms></property>\r\n" +
+		"</properties>\r\n"
+	if narrow != want {
+		t.Errorf("caller without prices (-want +got):\n%s", cmp.Diff(want, narrow))
+	}
+	// The JSON of both is derived from the values, as before.
+	j := string(AppendPropertyList(nil, JSON, ps, full))
+	for _, s := range []string{`"latitude":""`, `"suburb":"Café Row"`, `"description":"Views \u0026amp; more \u0026lt;3\u003cbr\u003e\u003c/br\u003eLine two \u0026amp; \"more\""`} {
+		if !strings.Contains(j, s) {
+			t.Errorf("JSON lacks %s:\n%s", s, j)
+		}
+	}
+}
+
+// TestPassThroughNotAsWritten: what cannot be given back as written is
+// written as the writers write it, and only that part: a text with an HTML
+// entity (not XML's own), a record longer than MaxRawRecord, a list whose
+// records are separated by more than whitespace.
+func TestPassThroughNotAsWritten(t *testing.T) {
+	full := Options{Detail: normalize.Full, Prices: true, Unknown: true}
+	doc := "<property id=\"1\" last_updated=\"Tue Nov 3 09:05:00 +1000 2026\">\n\t<suburb>Caf&eacute;</suburb>\n\t<area></area>\n</property>\n"
+	d := NewRawDecoder(strings.NewReader(doc))
+	d.Entity = xml.HTMLEntity // as upstream/crm's decoder
+	p, err := ReadProperty(d, time.UTC, ReadOptions{Keep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<property id=\"1\" last_updated=\"Tue Nov 3 09:05:00 +1000 2026\">\n\t<suburb>Café</suburb>\n\t<area></area>\n</property>\n"
+	if got := string(AppendProperty(nil, XML, &p, full)); got != want {
+		t.Errorf("HTML entity (-want +got):\n%s", cmp.Diff(want, got))
+	}
+
+	long := strings.Repeat("x", MaxRawRecord)
+	doc = "<properties count=\"1\">\n\t<property id=\"1\"><description>" + long + "</description><area></area></property>\n</properties>\n"
+	ps := readRawList(t, doc)
+	got := string(AppendPropertyList(nil, XML, ps, full))
+	want = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<properties count=\"1\">\n\t<property id=\"1\"><description>" + long + "</description><area/></property>\n</properties>\n"
+	if got != want {
+		t.Errorf("record over MaxRawRecord: got %d bytes, want %d: %.200q", len(got), len(want), got)
+	}
+
+	doc = "<properties count=\"2\">\n\t<property id=\"1\"></property>\n\t<page>1</page>\n\t<property id=\"2\"></property>\n</properties>\n"
+	got = string(AppendPropertyList(nil, XML, readRawList(t, doc), full))
+	want = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<properties count=\"2\">\n\t<property id=\"1\"></property>\n  <property id=\"2\"></property>\n</properties>\n"
+	if got != want {
+		t.Errorf("list with an element between records (-want +got):\n%s", cmp.Diff(want, got))
+	}
+}
+
+// TestRecorderOffsets: the Recorder under an xml.Decoder gives back, for
+// the decoder's offsets, the bytes of each token as written, over reads of
+// any size, and keeps no more than it is asked to.
+func TestRecorderOffsets(t *testing.T) {
+	doc := asWrittenList
+	d := NewRawDecoder(&oneByteReader{r: strings.NewReader(doc)})
+	var b strings.Builder
+	for {
+		from := d.InputOffset()
+		d.Recorder().Mark(from)
+		if _, err := d.Token(); err != nil {
+			break
+		}
+		b.Write(d.Recorder().Bytes(from, d.InputOffset()))
+	}
+	if b.String() != doc {
+		t.Errorf("tokens as written (-doc +got):\n%s", cmp.Diff(doc, b.String()))
+	}
+	rec := NewRecorder(bytes.NewReader(make([]byte, 1<<20)))
+	rec.Unmark()
+	for range 1 << 20 {
+		if _, err := rec.ReadByte(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cap(rec.buf) > 8192 {
+		t.Errorf("unmarked recorder grew to %d bytes", cap(rec.buf))
+	}
+}
+
+type oneByteReader struct{ r *strings.Reader }
+
+func (o *oneByteReader) Read(p []byte) (int, error) { return o.r.Read(p[:min(1, len(p))]) }
