@@ -13,13 +13,15 @@ import (
 // A Document is a legacy answer kept as it was sent, for pass-through
 // (docs/crm.md, "Pass-through"): every element and attribute in document
 // order, known or not, and every text as written (numbers, dates, inner
-// whitespace, mixed content such as <br/> inside a description). Only
-// comments, processing instructions and the XML declaration are dropped;
-// CDATA becomes text (it is written escaped, with the same meaning).
+// whitespace, mixed content such as <br/> inside a description). Read
+// from a RawTokens source, it also keeps its bytes as written, and the
+// writer gives back what was not changed byte for byte (raw.go); read from
+// any other source, comments, processing instructions and the declaration
+// are dropped and CDATA becomes text (written escaped, same meaning).
 //
 // A Document is built by ReadDocument from a Tokens source, which bounds it
 // (upstream/crm's decoder: size, elements, depth, time); it costs about
-// three times its XML. It is changed only by Filter and written by
+// three to four times its XML. It is changed only by Filter and written by
 // AppendDocumentXML and AppendDocumentJSON.
 type Document struct {
 	Root *Element
@@ -55,7 +57,21 @@ type Element struct {
 type Node struct {
 	Elem *Element
 	Text string
-	raw  []byte // the text as written (entities, CDATA), when known
+	// The text as written (entities, CDATA): parent.raw[off:off+n] when
+	// n > 0; Text itself, unescaped, when n is -1 (whitespace between
+	// records); unknown when 0.
+	off, n int32
+}
+
+// rawIn returns the text node k of parent as written, or nil.
+func (k Node) rawIn(parent *Element) []byte {
+	switch {
+	case k.n > 0 && parent.raw != nil:
+		return parent.raw[k.off : k.off+k.n]
+	case k.n == -1:
+		return []byte(k.Text)
+	}
+	return nil
 }
 
 // ReadDocument reads a whole document from d.
@@ -125,7 +141,7 @@ func readElement(d Tokens, start xml.StartElement, rr *rawRead, from int64) (*El
 			} else {
 				e.Kids = append(e.Kids, Node{Text: string(t)})
 				if rr != nil {
-					rr.txts = append(rr.txts, txtSpan{e: e, kid: len(e.Kids) - 1, start: before, end: after})
+					rr.txts = append(rr.txts, txtSpan{e: e, kid: len(e.Kids) - 1, elFrom: from, start: before, end: after})
 				}
 			}
 		case xml.EndElement:
@@ -211,7 +227,7 @@ func (e *Element) remove(drop func(*Element) bool) int {
 		}
 		if l := len(out); l > 0 && k.Elem == nil && out[l-1].Elem == nil {
 			out[l-1].Text += k.Text // the text on both sides of what was dropped
-			out[l-1].raw = nil
+			out[l-1].n = 0
 			continue
 		}
 		out = append(out, k)
@@ -243,7 +259,7 @@ func AppendDocumentXML(dst []byte, doc *Document) []byte {
 	if f != nil && f.list && f.tail != nil {
 		dst = appendStartTag(dst, doc.Root, f.tag)
 		for _, k := range doc.Root.Kids {
-			dst = appendNodeXML(dst, k)
+			dst = appendNodeXML(dst, doc.Root, k)
 		}
 		return append(dst, f.tail...)
 	}
@@ -284,7 +300,7 @@ func appendElementXML(dst []byte, e *Element) []byte {
 		return dst
 	}
 	for _, k := range e.Kids {
-		dst = appendNodeXML(dst, k)
+		dst = appendNodeXML(dst, e, k)
 	}
 	dst = append(dst, "</"...)
 	dst = append(dst, e.Name...)
@@ -306,12 +322,12 @@ func appendStartTag(dst []byte, e *Element, tag []byte) []byte {
 	return append(dst, '>')
 }
 
-func appendNodeXML(dst []byte, k Node) []byte {
-	switch {
-	case k.Elem != nil:
+func appendNodeXML(dst []byte, parent *Element, k Node) []byte {
+	if k.Elem != nil {
 		return appendElementXML(dst, k.Elem)
-	case k.raw != nil:
-		return append(dst, k.raw...)
+	}
+	if raw := k.rawIn(parent); raw != nil {
+		return append(dst, raw...)
 	}
 	return appendXMLText(dst, k.Text)
 }
@@ -707,7 +723,7 @@ func passList[T any](name string, recs []T, legacy func(*T) any, asWritten bool)
 		}
 		lead := Node{Text: "\n  "}
 		if e.rec != nil && e.rec.lead != nil {
-			lead = Node{Text: string(e.rec.lead), raw: e.rec.lead}
+			lead = Node{Text: string(e.rec.lead), n: -1}
 		}
 		root.Kids = append(root.Kids, lead, Node{Elem: c})
 	}
@@ -788,7 +804,7 @@ func indent(e *Element) {
 			indent(k.Elem)
 		case k.Elem == nil && strings.TrimSpace(k.Text) == "" && strings.Contains(k.Text, "\n"):
 			e.Kids[i].Text = strings.ReplaceAll(k.Text, "\n", "\n  ")
-			e.Kids[i].raw = nil
+			e.Kids[i].n = 0
 			e.changed = true
 		}
 	}

@@ -41,9 +41,9 @@ type elSpan struct {
 }
 
 type txtSpan struct {
-	e          *Element
-	kid        int
-	start, end int64
+	e                  *Element
+	kid                int
+	elFrom, start, end int64 // elFrom: where e starts
 }
 
 // rawSource returns d as a RawTokens source that records, or nil.
@@ -75,7 +75,8 @@ func (rr *rawRead) settle(e *Element, start, end int64) {
 	for _, s := range rr.txts {
 		t := raw[s.start-start : s.end-start : s.end-start]
 		if xmlEntitiesOnly(t) {
-			s.e.Kids[s.kid].raw = t
+			s.e.Kids[s.kid].off = int32(s.start - s.elFrom)
+			s.e.Kids[s.kid].n = int32(len(t))
 		} else {
 			s.e.changed = true
 		}
@@ -131,36 +132,38 @@ func dropComments(e *Element) {
 		switch {
 		case k.Elem != nil:
 			dropComments(k.Elem)
-		case k.raw != nil && bytes.Contains(k.raw, []byte("<?")):
-			e.Kids[i].raw = nil
-		case k.raw != nil && bytes.Contains(k.raw, []byte("<!--")):
-			e.Kids[i].raw = withoutComments(k.raw)
+		case k.n > 0 && bytes.Contains(k.rawIn(e), []byte("<?")):
+			e.Kids[i].n = 0
+		case k.n > 0 && bytes.Contains(k.rawIn(e), []byte("<!--")):
+			if skip := afterComments(k.rawIn(e)); skip >= 0 {
+				e.Kids[i].off += int32(skip)
+				e.Kids[i].n -= int32(skip)
+			} else {
+				e.Kids[i].n = 0
+			}
 		}
 	}
 }
 
-// withoutComments returns b without its comments; when what is left is
-// whitespace, only what followed the last comment (the comment's line goes
-// with it).
-func withoutComments(b []byte) []byte {
-	var out []byte
+// afterComments returns, for whitespace with comments in it, where what
+// follows the last comment starts (the comment's line goes with it), and
+// -1 for text with comments in it.
+func afterComments(b []byte) int {
 	last := 0
 	for {
 		i := bytes.Index(b[last:], []byte("<!--"))
 		if i < 0 {
-			break
+			return last
 		}
-		out = append(out, b[last:last+i]...)
+		if !onlySpace(b[last : last+i]) {
+			return -1
+		}
 		j := bytes.Index(b[last+i:], []byte("-->"))
 		if j < 0 {
-			return nil
+			return -1
 		}
 		last += i + j + 3
 	}
-	if onlySpace(out) {
-		return b[last:]
-	}
-	return append(out, b[last:]...)
 }
 
 // onlySpace reports whether b is XML whitespace.
