@@ -83,7 +83,10 @@ func TestNewEntryGzipConcurrent(t *testing.T) {
 	wg.Wait()
 	for i, e := range entries {
 		var want bytes.Buffer
-		zw := gzip.NewWriter(&want)
+		zw, err := gzip.NewWriterLevel(&want, GzipLevel)
+		if err != nil {
+			t.Fatal(err)
+		}
 		_, _ = zw.Write(bodies[i])
 		_ = zw.Close()
 		if !bytes.Equal(e.Gzip, want.Bytes()) {
