@@ -77,13 +77,15 @@ func fillList[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, c
 				if err != nil {
 					return nil, err
 				}
-				return appendList(nil, wire.XML, items, wire.SourceOptions(c.Detail(), r.loc)), nil
+				return render(func(dst []byte) []byte {
+					return appendList(dst, wire.XML, items, wire.SourceOptions(c.Detail(), r.loc))
+				}), nil
 			}, func(src []byte) ([]byte, error) {
 				items, err := wire.ReadSourceList[T](src, r.loc, c.Detail() == normalize.Full)
 				if err != nil {
 					return nil, err
 				}
-				return appendList(nil, f, items, o), nil
+				return render(func(dst []byte) []byte { return appendList(dst, f, items, o) }), nil
 			})
 		}
 		items, err := fetch(ctx)
@@ -91,7 +93,7 @@ func fillList[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, c
 			body, neg, err := answerOrFail(f, err, msgNotFound)
 			return body, neg, time.Time{}, err
 		}
-		return appendList(nil, f, items, o), false, time.Time{}, nil
+		return render(func(dst []byte) []byte { return appendList(dst, f, items, o) }), false, time.Time{}, nil
 	})
 	return r.cache, err
 }
@@ -131,13 +133,15 @@ func fillOne[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, id
 				if err != nil {
 					return nil, err
 				}
-				return appendOne(nil, wire.XML, &item, wire.SourceOptions(normalize.Full, r.loc)), nil
+				return render(func(dst []byte) []byte {
+					return appendOne(dst, wire.XML, &item, wire.SourceOptions(normalize.Full, r.loc))
+				}), nil
 			}, func(src []byte) ([]byte, error) {
 				item, err := wire.ReadSource[T](src, r.loc)
 				if err != nil {
 					return nil, err
 				}
-				return appendOne(nil, f, &item, o), nil
+				return render(func(dst []byte) []byte { return appendOne(dst, f, &item, o) }), nil
 			})
 		}
 		item, err := get(t.Backend, ctx, scope, id)
@@ -145,7 +149,7 @@ func fillOne[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, id
 			body, neg, err := answerOrFail(f, err, notFound)
 			return body, neg, time.Time{}, err
 		}
-		return appendOne(nil, f, &item, o), false, time.Time{}, nil
+		return render(func(dst []byte) []byte { return appendOne(dst, f, &item, o) }), false, time.Time{}, nil
 	})
 	return r.cache, err
 }
