@@ -158,6 +158,17 @@ type Compat struct {
 	// that object instead of a one-element array (clients that read
 	// "property" as an object when one listing matches).
 	JSONSingleObject bool `yaml:"json_single_object"`
+	// JSONSingleObjectItems limits the single-object switch to the
+	// collections of these items (property, agent, photo, virtualtour,
+	// floorplan, or an item of a CRM's own collection such as video).
+	JSONSingleObjectItems []string `yaml:"json_single_object_items"`
+	// JSONNumericIDs writes every JSON id as a number (clients that
+	// compare ids with numbers).
+	JSONNumericIDs bool `yaml:"json_numeric_ids"`
+	// JSONVideoURL writes each video of a CRM's videos collection as an
+	// object with its text under "url", as a photo (clients that read
+	// videos.video[i].url).
+	JSONVideoURL bool `yaml:"json_video_url"`
 }
 
 // RateLimit is a token bucket: requests_per_second on average, bursts of

@@ -399,3 +399,38 @@ tenants:
 		t.Errorf("mysql backend = %+v (sql %+v), want only its SQL settings", db, db.SQL)
 	}
 }
+
+// TestCompat: the compatibility switches decode, default off, and a bad
+// json_single_object_items is a located error.
+func TestCompat(t *testing.T) {
+	t.Parallel()
+	base := "backends: {d: {kind: sqlite, dsn: x}}\n"
+	cfg, err := config.Parse("c.yaml", []byte(base+`tenants:
+  a: {backend: d}
+  b: {backend: d, compat: {json_single_object_items: [property], json_numeric_ids: true, json_video_url: true}}
+`), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(config.Compat{}, cfg.Tenants["a"].Compat); diff != "" {
+		t.Errorf("tenant a compat, want all off (-want +got):\n%s", diff)
+	}
+	want := config.Compat{JSONSingleObjectItems: []string{"property"}, JSONNumericIDs: true, JSONVideoURL: true}
+	if diff := cmp.Diff(want, cfg.Tenants["b"].Compat); diff != "" {
+		t.Errorf("tenant b compat (-want +got):\n%s", diff)
+	}
+	_, err = config.Parse("c.yaml", []byte(base+`tenants:
+  a: {backend: d, compat: {json_single_object: true, json_single_object_items: [property, "a b"]}}
+`), noEnv)
+	probs, ok := err.(config.Problems)
+	if !ok {
+		t.Fatalf("error = %v (%T), want config.Problems", err, err)
+	}
+	wantProbs := []string{
+		`c.yaml:3: tenants.a.compat.json_single_object_items: json_single_object: true already makes every collection of one item an object; set one of the two`,
+		`c.yaml:3: tenants.a.compat.json_single_object_items[1]: "a b" is not an element name (want e.g. property)`,
+	}
+	if diff := cmp.Diff(wantProbs, []string(probs)); diff != "" {
+		t.Errorf("problems mismatch (-want +got):\n%s", diff)
+	}
+}

@@ -103,6 +103,7 @@ type problem struct{ path, msg string }
 var (
 	countryRe  = regexp.MustCompile(`^[a-z]{2}$`)
 	usernameRe = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,64}$`)
+	xmlName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9._-]*$`)
 )
 
 // validate returns every problem of a defaulted config, in a stable order.
@@ -200,6 +201,16 @@ func (c *Config) validate() []problem {
 			add(p+".backend", "unknown backend %q", t.Backend)
 		case b.CRM != nil && (t.UpstreamUsername == "" || t.UpstreamPassword == ""):
 			add(p+".upstream_username", "a tenant on a crm backend needs upstream_username and upstream_password")
+		}
+		if items := t.Compat.JSONSingleObjectItems; len(items) > 0 {
+			if t.Compat.JSONSingleObject {
+				add(p+".compat.json_single_object_items", "json_single_object: true already makes every collection of one item an object; set one of the two")
+			}
+			for i, it := range items {
+				if !xmlName.MatchString(it) {
+					add(fmt.Sprintf("%s.compat.json_single_object_items[%d]", p, i), "%q is not an element name (want e.g. property)", it)
+				}
+			}
 		}
 		if rl := t.RateLimit; rl != nil {
 			if !(rl.RequestsPerSecond > 0) || math.IsInf(rl.RequestsPerSecond, 0) {

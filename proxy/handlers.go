@@ -304,6 +304,7 @@ func wantsFull(q url.Values) bool {
 func (s *Server) renderOptions(r *request, d normalize.Detail) wire.Options {
 	t := r.who.tenant
 	return wire.Options{Detail: d, Prices: r.who.perms&PermPrices != 0, Location: r.loc, SingleObject: t.JSONSingleObject,
+		SingleObjectItems: t.JSONSingleObjectItems, NumericIDs: t.JSONNumericIDs, VideoURL: t.JSONVideoURL,
 		// Upstream users hold full and prices (docs/crm.md): a caller with
 		// both is no narrower than the upstream user.
 		Unknown: r.who.perms&(PermFull|PermPrices) == PermFull|PermPrices, Extra: t.ExtraFields, Now: s.now()}

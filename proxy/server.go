@@ -51,6 +51,13 @@ type Tenant struct {
 	// that object rather than a one-element array, as some old clients
 	// expect (docs/api.md, compatibility switches). Default off.
 	JSONSingleObject bool
+	// JSONSingleObjectItems limits that to the collections of the named
+	// items ("property"); JSONNumericIDs writes ids as JSON numbers;
+	// JSONVideoURL writes a CRM's videos as objects with a "url" (docs/api.md,
+	// compatibility switches). Default off.
+	JSONSingleObjectItems map[string]bool
+	JSONNumericIDs        bool
+	JSONVideoURL          bool
 	// ExtraFields names elements and attributes a legacy CRM sends that
 	// the wire format does not: every caller of the tenant may see them in
 	// a passed-through record. Others reach only callers whose permissions

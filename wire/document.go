@@ -487,11 +487,12 @@ var errNotDocument = fmt.Errorf("%w: not a listing document", ErrRoot)
 // an element's own text under a key named by the table textKeys (its own
 // name by default); the items of a collection (a container with a count
 // attribute, or the children of one repeated name) as {"count", item: [...]};
-// full says whether media and agent-property items are listed. single
-// is Options.SingleObject.
-func AppendDocumentJSON(dst []byte, doc *Document, full, single bool) ([]byte, error) {
+// full says whether media and agent-property items are listed. Of o only
+// the JSON compatibility switches count (SingleObject, SingleObjectItems,
+// NumericIDs, VideoURL).
+func AppendDocumentJSON(dst []byte, doc *Document, full bool, o Options) ([]byte, error) {
 	root := doc.Root
-	lv := level{full: full, single: single}
+	lv := level{full: full, single: o.SingleObject, singles: o.SingleObjectItems, numIDs: o.NumericIDs, videoURL: o.VideoURL}
 	switch root.Name {
 	case "properties", "agents":
 		dst = append(append(append(dst, `{"`...), root.Name...), `":`...)
@@ -522,13 +523,14 @@ func jsonElement(dst []byte, e *Element, parent string, lv level) []byte {
 	if item, ok := unknownCollection(e); ok {
 		return jsonCollection(dst, e, item, lv, true)
 	}
-	if len(e.Attrs) == 0 && !e.hasElements() {
+	video := lv.videoURL && e.Name == "video" && parent == "videos" && !e.hasElements()
+	if len(e.Attrs) == 0 && !e.hasElements() && !video {
 		if e.Name == "price_to" && e.Text() == "" {
 			return append(dst, "null"...)
 		}
 		return jsonString(dst, e.Text())
 	}
-	if len(e.Attrs) == 0 && isMarkup(e) {
+	if len(e.Attrs) == 0 && e.hasElements() && isMarkup(e) {
 		return jsonString(dst, innerXML(e))
 	}
 	dst = append(dst, '{')
@@ -547,7 +549,7 @@ func jsonElement(dst []byte, e *Element, parent string, lv level) []byte {
 	kids := e.Elements("")
 	deferLU := len(kids) > 0 && kids[0].Name == "agency_id" && hasAttr(e, "last_updated")
 	attrs := e.Attrs
-	if items[e.Name] && e.Name != "property" && e.Name != "agent" { // media: the spec's key order
+	if items[e.Name] && e.Name != "property" && e.Name != "agent" || video { // media: the spec's key order
 		attrs = slices.Clone(attrs)
 		slices.SortStableFunc(attrs, func(a, b xml.Attr) int { return mediaRank(a.Name.Local) - mediaRank(b.Name.Local) })
 	}
@@ -556,12 +558,19 @@ func jsonElement(dst []byte, e *Element, parent string, lv level) []byte {
 			continue
 		}
 		key(a.Name.Local)
+		if lv.numIDs && a.Name.Local == "id" && isWholeNumber(a.Value) {
+			dst = append(dst, a.Value...)
+			continue
+		}
 		dst = jsonString(dst, a.Value)
 	}
 	if !e.hasElements() {
 		tk := textKeys[e.Name]
 		if tk == "" || e.Name == "photo" && parent == "agent" {
 			tk = e.Name
+		}
+		if video {
+			tk = "url"
 		}
 		key(tk)
 		dst = jsonString(dst, e.Text())
@@ -621,14 +630,14 @@ func jsonCollection(dst []byte, e *Element, item string, lv level, list bool) []
 		dst = jsonElement(dst, items[0], e.Name, lv)
 		return append(dst, '}')
 	}
-	dst = jsonOpenItems(dst, `,"`+item+`":`, len(items), lv)
+	dst = jsonOpenItems(dst, `,"`+item+`":`, item, len(items), lv)
 	for i, k := range items {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = jsonElement(dst, k, e.Name, lv)
 	}
-	dst = jsonCloseItems(dst, len(items), lv)
+	dst = jsonCloseItems(dst, item, len(items), lv)
 	return append(dst, '}')
 }
 
@@ -769,7 +778,7 @@ func appendPassed(dst []byte, f Format, doc *Document, o Options, full bool) []b
 	case XML:
 		return AppendDocumentXML(dst, doc)
 	case JSON:
-		out, err := AppendDocumentJSON(dst, doc, full, o.SingleObject)
+		out, err := AppendDocumentJSON(dst, doc, full, o)
 		if err != nil { // roots are always ours here
 			panic(err)
 		}

@@ -58,7 +58,7 @@ func TestDocumentMatchesWriters(t *testing.T) {
 				if got, want := AppendDocumentXML(nil, doc), d.render(XML, o); !bytes.Equal(got, want) {
 					t.Errorf("XML (-want +got):\n%s", cmp.Diff(string(want), string(got)))
 				}
-				got, err := AppendDocumentJSON(nil, doc, true, false)
+				got, err := AppendDocumentJSON(nil, doc, true, Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -83,7 +83,7 @@ func TestDocumentMatchesWriters(t *testing.T) {
 			if got, want := AppendDocumentXML(nil, doc), d.render(XML, o); !bytes.Equal(got, want) {
 				t.Errorf("XML (-want +got):\n%s", cmp.Diff(string(want), string(got)))
 			}
-			got, err := AppendDocumentJSON(nil, doc, false, false)
+			got, err := AppendDocumentJSON(nil, doc, false, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

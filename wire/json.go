@@ -2,6 +2,7 @@ package wire
 
 import (
 	"strconv"
+	"strings"
 
 	"listingproxy/normalize"
 	"listingproxy/upstream"
@@ -54,19 +55,19 @@ func jsonIntPtr(dst []byte, key string, v *int) []byte {
 
 func jsonPropertyList(dst []byte, ps []upstream.Property, lv level) []byte {
 	dst = jsonInt(append(dst, `{"properties":{`...), `"count":`, int64(len(ps)))
-	dst = jsonOpenItems(dst, `,"property":`, len(ps), lv)
+	dst = jsonOpenItems(dst, `,"property":`, "property", len(ps), lv)
 	for i := range ps {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = jsonProperty(dst, &ps[i], lv)
 	}
-	dst = jsonCloseItems(dst, len(ps), lv)
+	dst = jsonCloseItems(dst, "property", len(ps), lv)
 	return append(dst, "}}\n"...)
 }
 
 func jsonProperty(dst []byte, p *upstream.Property, lv level) []byte {
-	dst = jsonInt(append(dst, '{'), `"id":`, p.ID)
+	dst = jsonID(append(dst, '{'), `"id":`, p.ID, lv)
 	dst = jsonField(dst, `,"agency_id":`, p.AgencyID)
 	dst = append(dst, `,"last_updated":"`...)
 	dst = appendTime(dst, p.LastUpdated, lv.loc, lastUpdatedLayout)
@@ -107,21 +108,21 @@ func jsonProperty(dst []byte, p *upstream.Property, lv level) []byte {
 		dst = jsonField(dst, `,"description":`, p.Description)
 	}
 
-	dst = jsonMedia(dst, `,"photos":`, `,"photo":`, p.PhotoCount, p.Photos, true, lv)
-	dst = jsonMedia(dst, `,"virtualtours":`, `,"virtualtour":`, p.VirtualTourCount, p.VirtualTours, false, lv)
-	dst = jsonMedia(dst, `,"floorplans":`, `,"floorplan":`, p.FloorplanCount, p.Floorplans, false, lv)
+	dst = jsonMedia(dst, `,"photos":`, `,"photo":`, "photo", p.PhotoCount, p.Photos, true, lv)
+	dst = jsonMedia(dst, `,"virtualtours":`, `,"virtualtour":`, "virtualtour", p.VirtualTourCount, p.VirtualTours, false, lv)
+	dst = jsonMedia(dst, `,"floorplans":`, `,"floorplan":`, "floorplan", p.FloorplanCount, p.Floorplans, false, lv)
 
 	dst = jsonInt(append(dst, `,"agents":{`...), `"count":`, int64(len(p.Agents)))
-	dst = jsonOpenItems(dst, `,"agent":`, len(p.Agents), lv)
+	dst = jsonOpenItems(dst, `,"agent":`, "agent", len(p.Agents), lv)
 	for i, a := range p.Agents {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = jsonInt(append(dst, '{'), `"id":`, a.ID)
+		dst = jsonID(append(dst, '{'), `"id":`, a.ID, lv)
 		dst = jsonField(dst, `,"name":`, a.Name)
 		dst = append(dst, '}')
 	}
-	dst = jsonCloseItems(dst, len(p.Agents), lv)
+	dst = jsonCloseItems(dst, "agent", len(p.Agents), lv)
 	dst = append(dst, '}')
 
 	if lv.full {
@@ -154,12 +155,12 @@ func jsonProperty(dst []byte, p *upstream.Property, lv level) []byte {
 // jsonMedia appends a media container: its count always, its items (an
 // array, see jsonOpenItems) with full detail. Photos carry a type; tours
 // and floorplans do not.
-func jsonMedia(dst []byte, containerKey, itemsKey string, count int, ms []upstream.Media, typed bool, lv level) []byte {
+func jsonMedia(dst []byte, containerKey, itemsKey, item string, count int, ms []upstream.Media, typed bool, lv level) []byte {
 	dst = jsonInt(append(append(dst, containerKey...), '{'), `"count":`, int64(count))
 	if !lv.full {
 		return append(dst, '}')
 	}
-	dst = jsonOpenItems(dst, itemsKey, len(ms), lv)
+	dst = jsonOpenItems(dst, itemsKey, item, len(ms), lv)
 	for i := range ms {
 		m := &ms[i]
 		if i > 0 {
@@ -174,44 +175,70 @@ func jsonMedia(dst []byte, containerKey, itemsKey string, count int, ms []upstre
 		dst = jsonField(dst, `,"url":`, m.URL)
 		dst = append(dst, '}')
 	}
-	dst = jsonCloseItems(dst, len(ms), lv)
+	dst = jsonCloseItems(dst, item, len(ms), lv)
 	return append(dst, '}')
 }
 
-// jsonOpenItems appends the key of a collection's items and opens their
-// array; with the single-object compatibility switch (Options.SingleObject)
-// exactly one item is written as that object, without an array.
-func jsonOpenItems(dst []byte, key string, n int, lv level) []byte {
+// jsonOpenItems appends the key of a collection's items (named item) and
+// opens their array; with the single-object compatibility switches
+// (Options.SingleObject, SingleObjectItems) exactly one item is written as
+// that object, without an array.
+func jsonOpenItems(dst []byte, key, item string, n int, lv level) []byte {
 	dst = append(dst, key...)
-	if lv.single && n == 1 {
+	if lv.oneObject(item, n) {
 		return dst
 	}
 	return append(dst, '[')
 }
 
 // jsonCloseItems closes what jsonOpenItems opened.
-func jsonCloseItems(dst []byte, n int, lv level) []byte {
-	if lv.single && n == 1 {
+func jsonCloseItems(dst []byte, item string, n int, lv level) []byte {
+	if lv.oneObject(item, n) {
 		return dst
 	}
 	return append(dst, ']')
 }
 
+// jsonID appends an id: a string, or with Options.NumericIDs a number.
+func jsonID(dst []byte, key string, id int64, lv level) []byte {
+	if !lv.numIDs {
+		return jsonInt(dst, key, id)
+	}
+	return strconv.AppendInt(append(dst, key...), id, 10)
+}
+
+// isWholeNumber reports whether s is a whole decimal number that JSON can
+// carry as written: digits, an optional leading minus, no leading zero.
+func isWholeNumber(s string) bool {
+	if strings.HasPrefix(s, "-") {
+		s = s[1:]
+	}
+	if s == "" || len(s) > 1 && s[0] == '0' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 func jsonAgentList(dst []byte, as []upstream.Agent, lv level) []byte {
 	dst = jsonInt(append(dst, `{"agents":{`...), `"count":`, int64(len(as)))
-	dst = jsonOpenItems(dst, `,"agent":`, len(as), lv)
+	dst = jsonOpenItems(dst, `,"agent":`, "agent", len(as), lv)
 	for i := range as {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = jsonAgent(dst, &as[i], lv)
 	}
-	dst = jsonCloseItems(dst, len(as), lv)
+	dst = jsonCloseItems(dst, "agent", len(as), lv)
 	return append(dst, "}}\n"...)
 }
 
 func jsonAgent(dst []byte, a *upstream.Agent, lv level) []byte {
-	dst = jsonInt(append(dst, '{'), `"id":`, a.ID)
+	dst = jsonID(append(dst, '{'), `"id":`, a.ID, lv)
 	dst = jsonField(dst, `,"name":`, a.Name)
 	if lv.full {
 		dst = jsonField(dst, `,"username":`, a.Username)
@@ -225,13 +252,13 @@ func jsonAgent(dst []byte, a *upstream.Agent, lv level) []byte {
 	}
 	dst = jsonInt(append(dst, `,"properties":{`...), `"count":`, int64(a.PropertyCount))
 	if lv.full {
-		dst = jsonOpenItems(dst, `,"property":`, len(a.Properties), lv)
+		dst = jsonOpenItems(dst, `,"property":`, "property", len(a.Properties), lv)
 		for i := range a.Properties {
 			pr := &a.Properties[i]
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = jsonInt(append(dst, '{'), `"id":`, pr.ID)
+			dst = jsonID(append(dst, '{'), `"id":`, pr.ID, lv)
 			dst = append(dst, `,"last_updated":"`...)
 			dst = appendTime(dst, pr.LastUpdated, lv.loc, lastUpdatedLayout)
 			dst = append(dst, '"')
@@ -239,7 +266,7 @@ func jsonAgent(dst []byte, a *upstream.Agent, lv level) []byte {
 			dst = jsonField(dst, `,"agency_id":`, pr.AgencyID)
 			dst = append(dst, '}')
 		}
-		dst = jsonCloseItems(dst, len(a.Properties), lv)
+		dst = jsonCloseItems(dst, "property", len(a.Properties), lv)
 	}
 	return append(dst, "}}"...)
 }

@@ -56,7 +56,7 @@ func TestLegacyGolden(t *testing.T) {
 				o.Now, o.Location = now, brisbane
 				Filter(doc, o, nil)
 				gotXML := AppendDocumentXML(nil, doc)
-				gotJSON, err := AppendDocumentJSON(nil, doc, true, false)
+				gotJSON, err := AppendDocumentJSON(nil, doc, true, Options{})
 				if err != nil {
 					t.Fatal(err)
 				}

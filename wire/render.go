@@ -89,6 +89,23 @@ type Options struct {
 	// written as that object instead of a one-element array. XML is
 	// unchanged. Default off: always an array, as the spec says.
 	SingleObject bool
+	// SingleObjectItems limits the single-object switch to the collections
+	// of these items ("property"): a collection of exactly one of them is
+	// that object, every other collection stays an array (an old client
+	// that reads a listing as an object may still loop over its photos).
+	// Ignored when SingleObject is set (every collection).
+	SingleObjectItems map[string]bool
+	// NumericIDs is a compatibility switch for old JSON clients that
+	// compare ids with numbers: every "id" (of a property, an agent, an
+	// agent of a property, a property of an agent) whose value is a whole
+	// decimal number is written as a JSON number, not a string.
+	NumericIDs bool
+	// VideoURL is a compatibility switch for old JSON clients of
+	// pass-through documents: each <video> of a <videos> collection is an
+	// object, its attributes first (in a media item's order) and its text
+	// under "url", as a photo is, instead of a string or an object with
+	// the text under "video".
+	VideoURL bool
 
 	// For records that carry their legacy source (upstream.Property.Legacy),
 	// which are passed through rather than rendered (see Filter):
@@ -103,10 +120,13 @@ type Options struct {
 
 // level is the resolved set of optional parts of a document.
 type level struct {
-	full   bool
-	prices bool
-	single bool // Options.SingleObject
-	loc    *time.Location
+	full     bool
+	prices   bool
+	single   bool            // Options.SingleObject
+	singles  map[string]bool // Options.SingleObjectItems
+	numIDs   bool            // Options.NumericIDs
+	videoURL bool            // Options.VideoURL
+	loc      *time.Location
 }
 
 func (o Options) level(full bool) level {
@@ -114,7 +134,14 @@ func (o Options) level(full bool) level {
 	if loc == nil {
 		loc = time.UTC
 	}
-	return level{full: full, prices: full && o.Prices, single: o.SingleObject, loc: loc}
+	return level{full: full, prices: full && o.Prices, single: o.SingleObject, singles: o.SingleObjectItems,
+		numIDs: o.NumericIDs, videoURL: o.VideoURL, loc: loc}
+}
+
+// oneObject says whether a collection of n items named item is written as
+// its one item rather than an array (the single-object switches).
+func (lv level) oneObject(item string, n int) bool {
+	return n == 1 && (lv.single || lv.singles[item])
 }
 
 // Time layouts of docs/wire-format.md.

@@ -38,6 +38,8 @@ func TestLegacyQuirks(t *testing.T) {
     <bedrooms>3+</bedrooms>
     <garages>2</garages>
     <price_from>650000.00</price_from>
+    <photos count="1"><photo type="Normal" caption="" position="1" thumbnail="t.jpg">1.jpg</photo></photos>
+    <videos><video>https://v/17.mp4</video></videos>
     <agents count="1"><agent id="5">Jane</agent></agents>
   </property>`
 	crmSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -76,12 +78,17 @@ tenants:
   oldclient: {backend: legacy, upstream_username: u, upstream_password: p, compat: {json_single_object: true}}
   small: {backend: capped, upstream_username: u, upstream_password: p}
   extra: {backend: legacy, upstream_username: u, upstream_password: p, extra_fields: [garages]}
+  ciclient: {backend: legacy, upstream_username: u, upstream_password: p, compat: {json_single_object_items: [property]}}
+  wpclient: {backend: legacy, upstream_username: u, upstream_password: p, compat: {json_numeric_ids: true, json_video_url: true}}
 users:
   - {username: plain, password_bcrypt: "` + string(hash) + `", tenant: plain, permissions: [full, prices]}
   - {username: oldclient, password_bcrypt: "` + string(hash) + `", tenant: oldclient, permissions: [full, prices]}
   - {username: small, password_bcrypt: "` + string(hash) + `", tenant: small, permissions: [full, prices]}
   - {username: noprice, password_bcrypt: "` + string(hash) + `", tenant: plain, permissions: [full]}
   - {username: extra, password_bcrypt: "` + string(hash) + `", tenant: extra, permissions: [full]}
+  - {username: ciclient, password_bcrypt: "` + string(hash) + `", tenant: ciclient, permissions: [full, prices]}
+  - {username: wpclient, password_bcrypt: "` + string(hash) + `", tenant: wpclient, permissions: [full, prices]}
+  - {username: wpnoprice, password_bcrypt: "` + string(hash) + `", tenant: wpclient, permissions: [full]}
 `
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
@@ -156,6 +163,31 @@ users:
 	}
 	if body := get("oldclient", "/au/properties.json"); !strings.Contains(body, `"count":"1","property":{"id":"17"`) || !strings.Contains(body, `"agent":{"id":"5"`) {
 		t.Errorf("json_single_object tenant: one listing is not an object:\n%s", body)
+	}
+	// The compatibility switches of docs/api.md, each for its tenant only:
+	// one listing as an object with its one photo still an array (the
+	// CodeIgniter client loops over photos); numeric ids and videos as
+	// objects with a url (the WordPress client); the plain tenant is
+	// unchanged.
+	body = get("ciclient", "/au/properties.json?id=17&detail=full")
+	for _, want := range []string{`"count":"1","property":{"id":"17"`, `"photo":[{"thumbnail":"t.jpg"`, `"agent":[{"id":"5"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("json_single_object_items [property]: lacks %s\n%s", want, body)
+		}
+	}
+	for _, p := range []string{"/au/properties.json?detail=full", "/au/properties/17.json"} {
+		body = get("wpclient", p)
+		for _, want := range []string{`{"id":17,`, `"agent":[{"id":5,`, `"videos":{"count":"1","video":[{"url":"https://v/17.mp4"}]}`} {
+			if !strings.Contains(body, want) {
+				t.Errorf("json_numeric_ids, json_video_url %s: lacks %s\n%s", p, want, body)
+			}
+		}
+		if body := get("wpnoprice", p); !strings.Contains(body, `{"id":17,`) || strings.Contains(body, "video") || strings.Contains(body, "price_from") {
+			t.Errorf("json_numeric_ids for a caller without prices %s: want a numeric id, no video nor raw price\n%s", p, body)
+		}
+		if body := get("plain", p); !strings.Contains(body, `{"id":"17",`) || !strings.Contains(body, `"video":["https://v/17.mp4"]`) {
+			t.Errorf("plain tenant %s changed by another tenant's switches:\n%s", p, body)
+		}
 	}
 	get("small", "/au/properties.json")
 	if got := lastQuery(); got != "1|true" {

@@ -151,7 +151,13 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	for _, name := range slices.Sorted(maps.Keys(cfg.Tenants)) {
 		t := cfg.Tenants[name]
 		pt := proxy.Tenant{Name: name, Backend: decorated[t.Backend], BackendName: t.Backend, Upstream: t.UpstreamTenant,
-			JSONSingleObject: t.Compat.JSONSingleObject}
+			JSONSingleObject: t.Compat.JSONSingleObject, JSONNumericIDs: t.Compat.JSONNumericIDs, JSONVideoURL: t.Compat.JSONVideoURL}
+		if items := t.Compat.JSONSingleObjectItems; len(items) > 0 {
+			pt.JSONSingleObjectItems = make(map[string]bool, len(items))
+			for _, it := range items {
+				pt.JSONSingleObjectItems[it] = true
+			}
+		}
 		if len(t.ExtraFields) > 0 {
 			pt.ExtraFields = make(map[string]bool, len(t.ExtraFields))
 			for _, f := range t.ExtraFields {
