@@ -75,6 +75,25 @@
 // record per purged tenant or resource, and a record that a wider purge
 // has overtaken in both generations is dropped.
 //
+// # Purges by tags
+//
+// A Loader may list in Entry.Tags what the body holds (the entities it
+// renders) and answers for (its URL, for every caller). [Store.PurgeTags]
+// purges the entries of a tenant that carry any of the given tags, soft or
+// hard, still without walking the cache: it records the purge's epochs per
+// tenant and tag (a bounded table, kept for the longest entry lifetime, the
+// oldest record past Options.MaxRecords folded into a purge of its whole
+// tenant) and raises the tenant's fine epoch. An item carries in one
+// atomic word the fine epoch it was last checked at and what purges by
+// tags did to it; the hit path compares that word with the tenant's fine
+// epoch (read with the tenant's generations, no extra lookup) and checks
+// the item's tags against the records only on its first lookup after a
+// purge by tags of its tenant. A fill runs at a generation above the
+// tenant's fine epoch too, so a request after a purge by tags never joins
+// a fill that started before it (its tags are known only when it ends);
+// before storing, the fill checks its own tags against the records (and
+// Generations.Covering) and is dropped when one was purged meanwhile.
+//
 // # Second tier and generations
 //
 // Two seams let a fleet of processes behave as one cache (cache/redistier

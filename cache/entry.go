@@ -33,6 +33,11 @@ type Entry struct {
 	// Now() - StoredAt. A zero StoredAt is set to the Store's Now() when the
 	// fill completes.
 	StoredAt time.Time
+	// Tags name what the body holds (the entities it renders) and answers
+	// for (its URL): a purge by tags (Store.PurgeTags) covers the entries
+	// of its tenant that carry any of them. Set by the Loader; a second
+	// tier stores them with the entry.
+	Tags []Tag
 	// Meta is opaque to the cache: a Loader may attach values derived from
 	// the entry once, at fill time (the proxy keeps its precomputed response
 	// headers here). It is as immutable as the rest of the Entry.
@@ -103,7 +108,7 @@ const entryOverhead = 768
 // memory than its length, and the process's memory limit is derived from
 // MaxBytes.
 func cost(k Key, e *Entry) int64 {
-	return int64(cap(e.Body)+cap(e.Gzip)+len(e.ETag)+len(e.ContentType)+
+	return int64(cap(e.Body)+cap(e.Gzip)+8*cap(e.Tags)+len(e.ETag)+len(e.ContentType)+
 		len(k.Tenant)+len(k.Resource)+len(k.Scope)+len(k.Variant)) + entryOverhead
 }
 

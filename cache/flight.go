@@ -188,7 +188,7 @@ func (s *Store) flight(ctx context.Context, h uint64, k Key, gen uint64, p Polic
 		}
 		if e, tg, err := s.tier.Claim(tctx, k); err != nil {
 			return res, err
-		} else if e != nil && tg >= s.genOf(k).fill {
+		} else if e != nil && s.usable(k, tg, e) == markNone {
 			s.st.peerFills.Add(1)
 			if s.adopt != nil {
 				s.adopt(e)
@@ -202,7 +202,7 @@ func (s *Store) flight(ctx context.Context, h uint64, k Key, gen uint64, p Polic
 			s.tier.Abandon(tctx, k, err)
 			return res, err
 		}
-		if s.genOf(k).fill == gen && !s.purgedSince(tctx, k, gen) {
+		if !s.purgedDuring(k, gen, e) && !s.purgedSince(tctx, k, e.Tags, gen) {
 			s.store(h, k, gen, e, p)
 			if ttl := p.lifetime(e) - s.now().Sub(e.StoredAt); ttl > 0 {
 				s.tier.Set(tctx, k, gen, e, ttl)
@@ -227,17 +227,17 @@ func (s *Store) fromTier(ctx context.Context, h uint64, k Key, p Policy, fromGet
 	if err != nil || e == nil {
 		return false
 	}
-	g := s.genOf(k)
 	now := s.now()
 	age := now.Sub(e.StoredAt)
-	if tg < g.hard || age >= p.lifetime(e) {
+	mark := s.usable(k, tg, e)
+	if mark == markHard || age >= p.lifetime(e) {
 		return false
 	}
 	if s.adopt != nil {
 		s.adopt(e)
 	}
 	s.store(h, k, tg, e, p)
-	current := tg >= g.fill
+	current := mark == markNone
 	switch {
 	case current && p.fresh(e, now):
 		res.entry, res.cached = e, true
@@ -253,11 +253,41 @@ func (s *Store) fromTier(ctx context.Context, h uint64, k Key, p Policy, fromGet
 	return true
 }
 
-// purgedSince reports whether Generations knows of a purge covering k
-// after gen that has not been applied here yet. When it cannot tell, the
-// fill is kept: the purge will arrive and supersede it.
-func (s *Store) purgedSince(ctx context.Context, k Key, gen uint64) bool {
-	cov, err := s.generations.Covering(ctx, k)
+// usable says what the purges applied here do to e, an entry of k filled
+// at generation gen elsewhere (the second tier, another process's fill):
+// markNone (current), markSoft (a stale-if-error candidate) or markHard.
+func (s *Store) usable(k Key, gen uint64, e *Entry) uint32 {
+	g := s.genOf(k)
+	switch {
+	case gen < g.hard:
+		return markHard
+	case gen >= g.fine:
+		if gen < g.fill {
+			return markSoft
+		}
+		return markNone
+	}
+	mark := s.tags.covered(k.Tenant, e.Tags, gen)
+	if mark == markNone && gen < g.fill {
+		mark = markSoft
+	}
+	return mark
+}
+
+// purgedDuring reports whether a purge applied here since a fill of k
+// began at generation gen covers its entry e: one of k's tenant,
+// resource or everything, or one by a tag that e carries.
+func (s *Store) purgedDuring(k Key, gen uint64, e *Entry) bool {
+	g := s.genOf(k)
+	return g.fill > gen || g.fine > gen && s.tags.covered(k.Tenant, e.Tags, gen) != markNone
+}
+
+// purgedSince reports whether Generations knows of a purge covering k (or
+// a body of its tenant carrying one of tags) after gen that has not been
+// applied here yet. When it cannot tell, the fill is kept: the purge will
+// arrive and supersede it.
+func (s *Store) purgedSince(ctx context.Context, k Key, tags []Tag, gen uint64) bool {
+	cov, err := s.generations.Covering(ctx, k, tags)
 	return err == nil && cov > gen
 }
 
@@ -339,7 +369,7 @@ func (s *Store) bypass(ctx context.Context, k Key, p Policy, load Loader) (*Entr
 		s.st.errors.Add(1)
 		return nil, Bypass, err
 	}
-	ch := s.group.DoChan(flightKey('b', s.genOf(k).fill, k), func() (any, error) {
+	ch := s.group.DoChan(flightKey('b', s.genOf(k).flight(), k), func() (any, error) {
 		s.bg.add()
 		defer s.bg.done()
 		s.st.getFlights.Add(1)

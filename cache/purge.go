@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // PurgeMode says what a purge does to the entries it covers.
@@ -30,16 +31,26 @@ func (m PurgeMode) String() string {
 
 // epochs are the generations of one scope: fill is the epoch of the latest
 // purge of either mode, hard that of the latest hard purge (hard <= fill).
-type epochs struct{ fill, hard uint64 }
+// fine, in a tenant's record only, is the epoch of the tenant's latest
+// purge by tags: items filled before it are checked against the tag
+// records once (see Store.judge).
+type epochs struct{ fill, hard, fine uint64 }
 
 // join is the componentwise maximum: a key is covered by the purges of its
 // store, its tenant and its resource.
 func (e epochs) join(o epochs) epochs {
-	return epochs{max(e.fill, o.fill), max(e.hard, o.hard)}
+	return epochs{max(e.fill, o.fill), max(e.hard, o.hard), max(e.fine, o.fine)}
 }
 
 // covers reports whether e makes o redundant.
-func (e epochs) covers(o epochs) bool { return o.fill <= e.fill && o.hard <= e.hard }
+func (e epochs) covers(o epochs) bool {
+	return o.fill <= e.fill && o.hard <= e.hard && o.fine <= e.fine
+}
+
+// flight is the generation a fill started now runs at: after every purge
+// that covers the key, by tags included, so that a request after any of
+// them never joins a fill that started before.
+func (e epochs) flight() uint64 { return max(e.fill, e.fine) }
 
 // generations records the epochs of the latest purges for the whole store,
 // per tenant and per tenant resource. Copy-on-write: never modified once
@@ -77,13 +88,25 @@ func (s *Store) PurgeAll(mode PurgeMode) {
 	_ = s.PurgeContext(context.Background(), Purge{All: true, Mode: mode})
 }
 
-// PurgeContext purges as Purge and PurgeAll do (p.Epoch is ignored). It
-// returns an error when Options.Generations could not record the purge
-// for the other processes: it was then applied to this Store only.
+// PurgeTags purges the entries of tenant that carry any of tags (see
+// Entry.Tags) as Purge does: an entity's every body, lists included, or
+// one URL's bodies for every caller.
+func (s *Store) PurgeTags(tenant string, tags []Tag, mode PurgeMode) {
+	_ = s.PurgeContext(context.Background(), Purge{Tenant: tenant, Tags: tags, Mode: mode})
+}
+
+// PurgeContext purges as Purge, PurgeAll and PurgeTags do (p.Epoch and
+// p.Lifetime are ignored). It returns an error when Options.Generations
+// could not record the purge for the other processes: it was then applied
+// to this Store only.
 func (s *Store) PurgeContext(ctx context.Context, p Purge) error {
-	if p.All {
-		p.Tenant, p.Resource = "", ""
+	switch {
+	case p.All:
+		p.Tenant, p.Resource, p.Tags = "", "", nil
+	case len(p.Tags) > 0:
+		p.Resource = ""
 	}
+	p.Lifetime = s.recordLife()
 	s.purgeMu.Lock()
 	after := s.epoch
 	s.purgeMu.Unlock()
@@ -92,7 +115,7 @@ func (s *Store) PurgeContext(ctx context.Context, p Purge) error {
 		if err == nil {
 			err = fmt.Errorf("cache: generations returned epoch %d, not after %d", epoch, after)
 		}
-		s.log.Warn("cache: purge applied to this process only", "tenant", p.Tenant, "resource", p.Resource, "mode", p.Mode.String(), "err", err)
+		s.log.Warn("cache: purge applied to this process only", "tenant", p.Tenant, "resource", p.Resource, "tags", len(p.Tags), "mode", p.Mode.String(), "err", err)
 		epoch = after + 1
 	}
 	p.Epoch = epoch
@@ -116,6 +139,13 @@ func (s *Store) apply(p Purge) {
 	}
 	s.purgeMu.Lock()
 	s.epoch = max(s.epoch, p.Epoch)
+	var folded []tagRecordOf
+	if len(p.Tags) > 0 && !p.All {
+		// The records first: a reader that sees the tenant's new fine
+		// epoch finds them.
+		folded = s.tags.add(p.Tenant, p.Tags, e, s.now(), s.recordLife(), s.maxRecords)
+		e = epochs{fine: p.Epoch}
+	}
 	old := s.gens.Load()
 	if old == nil {
 		old = &generations{}
@@ -138,6 +168,9 @@ func (s *Store) apply(p Purge) {
 	if !p.All && p.Resource == "" {
 		n.tenant[p.Tenant] = n.tenant[p.Tenant].join(e)
 	}
+	for _, f := range folded { // records over the bound: the whole tenant
+		n.tenant[f.tenant] = n.tenant[f.tenant].join(epochs{fill: f.fill, hard: f.hard})
+	}
 	for tr, g := range old.resource {
 		if !n.all.join(n.tenant[tr.tenant]).covers(g) {
 			n.resource[tr] = g
@@ -149,7 +182,47 @@ func (s *Store) apply(p Purge) {
 	}
 	s.gens.Store(n)
 	s.purgeMu.Unlock()
-	if p.Mode == Hard {
+	if p.Mode == Hard && len(p.Tags) == 0 {
 		s.ov.purge(p.Tenant, p.Resource, p.All)
+	}
+}
+
+// recordLife is how long a record of a purge by tags is kept: the longest
+// entry lifetime, configured or seen.
+func (s *Store) recordLife() time.Duration {
+	return max(s.recordLifetime, time.Duration(s.maxLife.Load()))
+}
+
+// judge says whether it may answer a lookup under the key's generations
+// g, and whether it is current: not purged since its fill started. An item
+// filled before its tenant's latest purge by tags is checked against the
+// tag records once (recheck), and carries the result in its state: the
+// hit path reads one word of the item, never the records.
+// (lookup has the unmarked case inline: the hit path.)
+func (s *Store) judge(it *item, g epochs) (_ *item, current bool) {
+	st := it.state.Load()
+	if st>>2 < g.fine {
+		st = s.recheck(it)
+	}
+	switch st & 3 {
+	case markHard:
+		return nil, false
+	case markSoft:
+		return it, false
+	}
+	return it, it.gen >= g.fill
+}
+
+// recheck checks it against the tag records and its tenant's fine epoch
+// as they are now, and returns its new state.
+func (s *Store) recheck(it *item) uint64 {
+	fine := s.genOf(it.key).fine // before the records: add writes them first
+	mark := uint64(s.tags.covered(it.key.Tenant, it.entry.Tags, it.gen))
+	for {
+		old := it.state.Load()
+		n := max(old>>2, fine)<<2 | max(old&3, mark)
+		if it.state.CompareAndSwap(old, n) {
+			return n
+		}
 	}
 }

@@ -64,6 +64,15 @@ type Options struct {
 	// Generations records purges for, and delivers purges from, other
 	// processes. Default: this process alone.
 	Generations Generations
+	// RecordLifetime is how long the record of a purge by tags
+	// (PurgeTags) is kept: at least the longest lifetime of any entry (TTL
+	// plus the longer stale window, or NegativeTTL), which it also learns
+	// from the Policies it is given. Default DefaultRecordLifetime (24h).
+	RecordLifetime time.Duration
+	// MaxRecords bounds the records of purges by tags; past it the oldest
+	// is folded into a purge of its whole tenant. Default
+	// DefaultMaxRecords (100,000).
+	MaxRecords int
 	// Adopt, when set, is called once on each entry the SecondTier
 	// returns, before the Store shares it: the place to attach the Meta a
 	// Loader would have attached. Default: none.
@@ -94,6 +103,11 @@ type Store struct {
 	purgeMu sync.Mutex
 	epoch   uint64 // guarded by purgeMu
 
+	tags           tagRecords
+	recordLifetime time.Duration
+	maxRecords     int
+	maxLife        atomic.Int64 // the longest entry lifetime seen, in ns
+
 	refreshMu  sync.Mutex
 	refreshing map[refreshKey]struct{}
 
@@ -110,13 +124,17 @@ type Store struct {
 }
 
 // item is what the Store keeps in ristretto and the overlay. Immutable
-// except for resident.
+// except for resident and state.
 type item struct {
 	key   Key
 	hash  uint64
 	gen   uint64
 	entry *Entry
 	cost  int64
+	// state is the tenant's fine epoch the item was last checked against
+	// (shifted left by two) and what purges by tags did to it (markNone,
+	// markSoft, markHard; it only grows). See Store.judge.
+	state atomic.Uint64
 	// resident moves 0 -> 1 when its flight sees it admitted (counted in
 	// Stats.Entries) and to 2 when ristretto lets go of it.
 	resident atomic.Uint32
@@ -157,15 +175,23 @@ func New(o Options) (*Store, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.RecordLifetime <= 0 {
+		o.RecordLifetime = DefaultRecordLifetime
+	}
+	if o.MaxRecords <= 0 {
+		o.MaxRecords = DefaultMaxRecords
+	}
 	s := &Store{
-		ov:         newOverlay(o.OverlayBytes, o.OverlayEntries),
-		seed:       maphash.MakeSeed(),
-		now:        o.Now,
-		log:        o.Logger,
-		fillLimit:  o.FillTimeout,
-		maxBytes:   o.MaxBytes,
-		maxCost:    o.MaxBytes - o.OverlayBytes,
-		refreshing: make(map[refreshKey]struct{}),
+		recordLifetime: o.RecordLifetime,
+		maxRecords:     o.MaxRecords,
+		ov:             newOverlay(o.OverlayBytes, o.OverlayEntries),
+		seed:           maphash.MakeSeed(),
+		now:            o.Now,
+		log:            o.Logger,
+		fillLimit:      o.FillTimeout,
+		maxBytes:       o.MaxBytes,
+		maxCost:        o.MaxBytes - o.OverlayBytes,
+		refreshing:     make(map[refreshKey]struct{}),
 	}
 	if o.TracerProvider != nil {
 		s.tracer = o.TracerProvider.Tracer("listingproxy/cache")
@@ -219,7 +245,7 @@ func (s *Store) Get(ctx context.Context, k Key, p Policy, load Loader) (*Entry, 
 	}
 	now := s.now()
 	g := s.genOf(k)
-	gen := g.fill
+	gen := g.flight()
 	h := s.hash(k)
 	var stale *item
 	if it, current := s.lookup(h, k, g); it != nil && !current {
@@ -286,7 +312,11 @@ func (s *Store) store(h uint64, k Key, gen uint64, e *Entry, p Policy) {
 	if life <= 0 || ttl <= 0 {
 		return
 	}
+	if int64(life) > s.maxLife.Load() {
+		s.noteLife(life)
+	}
 	it := &item{key: k, hash: h, gen: gen, entry: e, cost: cost(k, e)}
+	it.state.Store(gen << 2)
 
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
@@ -324,10 +354,13 @@ func (s *Store) store(h uint64, k Key, gen uint64, e *Entry, p Policy) {
 // it.
 func (s *Store) lookup(h uint64, k Key, g epochs) (_ *item, current bool) {
 	if it, ok := s.c.Get(h); ok && it.gen >= g.hard && it.key == k {
-		return it, it.gen >= g.fill
+		if st := it.state.Load(); st>>2 >= g.fine && st&3 == markNone {
+			return it, it.gen >= g.fill // not touched by a purge by tags
+		}
+		return s.judge(it, g)
 	}
 	if it := s.ov.get(h, k, g.hard); it != nil {
-		return it, it.gen >= g.fill
+		return s.judge(it, g)
 	}
 	return nil, false
 }
@@ -335,10 +368,20 @@ func (s *Store) lookup(h uint64, k Key, g epochs) (_ *item, current bool) {
 // lookupCurrent returns the item for k at generation gen (not purged since),
 // or nil.
 func (s *Store) lookupCurrent(h uint64, k Key, gen uint64) *item {
-	if it, current := s.lookup(h, k, epochs{fill: gen, hard: gen}); current {
+	if it, current := s.lookup(h, k, epochs{fill: gen, hard: gen, fine: gen}); current {
 		return it
 	}
 	return nil
+}
+
+// noteLife raises the longest entry lifetime seen to life.
+func (s *Store) noteLife(life time.Duration) {
+	for {
+		old := s.maxLife.Load()
+		if int64(life) <= old || s.maxLife.CompareAndSwap(old, int64(life)) {
+			return
+		}
+	}
 }
 
 // hash is k's ristretto key. Collisions cost only a miss: lookups compare

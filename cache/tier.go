@@ -51,18 +51,26 @@ type Generations interface {
 	// is idempotent. The Store calls it once, from New.
 	Watch(apply func(Purge))
 	// Covering returns the largest fill epoch recorded for a purge that
-	// covers k. The Store asks it when a fill completes, before storing:
-	// a purge another process recorded during the fill, and that has not
-	// been delivered yet, keeps the fill's result out of both tiers.
-	Covering(ctx context.Context, k Key) (uint64, error)
+	// covers k, or a body of k's tenant carrying any of tags (its
+	// Entry.Tags). The Store asks it when a fill completes, before
+	// storing: a purge another process recorded during the fill, and that
+	// has not been delivered yet, keeps the fill's result out of both
+	// tiers.
+	Covering(ctx context.Context, k Key, tags []Tag) (uint64, error)
 }
 
-// Purge is one purge: of everything (All), of a tenant (Resource empty),
-// or of one resource of a tenant.
+// Purge is one purge: of everything (All), of a tenant (Resource and Tags
+// empty), of one resource of a tenant, or of the entries of a tenant that
+// carry any of Tags (an entity's bodies, one URL's).
 type Purge struct {
 	All              bool
 	Tenant, Resource string
+	Tags             []Tag
 	Mode             PurgeMode
+	// Lifetime, for a purge by Tags, is how long its record must be
+	// kept: the longest lifetime of an entry it may cover. Set by the
+	// Store.
+	Lifetime time.Duration
 	// Epoch orders purges: an entry whose fill started before the
 	// Epoch's purge is covered by it. Set by Generations.Purge.
 	Epoch uint64
@@ -82,5 +90,5 @@ type localGenerations struct{}
 func (localGenerations) Purge(_ context.Context, _ Purge, after uint64) (uint64, error) {
 	return after + 1, nil
 }
-func (localGenerations) Watch(func(Purge))                             {}
-func (localGenerations) Covering(context.Context, Key) (uint64, error) { return 0, nil }
+func (localGenerations) Watch(func(Purge))                                    {}
+func (localGenerations) Covering(context.Context, Key, []Tag) (uint64, error) { return 0, nil }

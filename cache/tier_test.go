@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -86,12 +87,23 @@ func (g *memGenerations) Watch(apply func(Purge)) {
 	}
 }
 
-func (g *memGenerations) Covering(_ context.Context, k Key) (uint64, error) {
+func (g *memGenerations) Covering(_ context.Context, k Key, tags []Tag) (uint64, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var cov uint64
 	for _, p := range g.log {
-		if p.All || p.Tenant == k.Tenant && (p.Resource == "" || p.Resource == k.Resource) {
+		switch {
+		case p.All || p.Tenant != k.Tenant:
+			if p.All {
+				cov = max(cov, p.Epoch)
+			}
+		case len(p.Tags) > 0:
+			for _, t := range p.Tags {
+				if slices.Contains(tags, t) {
+					cov = max(cov, p.Epoch)
+				}
+			}
+		case p.Resource == "" || p.Resource == k.Resource:
 			cov = max(cov, p.Epoch)
 		}
 	}

@@ -39,8 +39,14 @@
 // purges for the whole fleet. Purge updates both and publishes the purge
 // on PREFIX purge in one script; every process applies what it receives
 // to its local tables, so first-tier entries of every replica are hidden
-// at once. On each (re)subscription the whole hash is read again, so a
-// process that was cut off, or is new, catches up.
+// at once. Purges by tags (an entity, one URL) are recorded per tenant and
+// tag in a second hash (PREFIX {gens}:tags), each record expiring with the
+// purge's Lifetime through a sorted set of deadlines (PREFIX
+// {gens}:tags:exp) that every later purge by tags prunes; entries carry
+// their tags, so a replica judges an entry it reads from Redis by the same
+// records. Covering reads both hashes in one round trip. On each
+// (re)subscription both hashes are read again, so a process that was cut
+// off, or is new, catches up.
 //
 // # Failure
 //

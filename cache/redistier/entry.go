@@ -11,14 +11,15 @@ import (
 
 // format is the first byte of a stored value; a value of another format
 // (a newer or older release during a rolling deploy) is a miss.
-const format = 1
+const format = 2
 
 // encode is an entry's stored form: format, generation, stored-at (Unix
 // nanoseconds), negative flag, then the Key's four fields, content type,
-// ETag, body and gzip form, each length-prefixed.
+// ETag, body and gzip form, each length-prefixed, then the tag count and
+// the tags (8 bytes each, little-endian).
 func encode(k cache.Key, gen uint64, e *cache.Entry) []byte {
 	fields := [...]string{k.Tenant, k.Resource, k.Scope, k.Variant, e.ContentType, e.ETag}
-	n := 1 + 3*binary.MaxVarintLen64 + len(e.Body) + len(e.Gzip) + 8*binary.MaxVarintLen64
+	n := 1 + 4*binary.MaxVarintLen64 + len(e.Body) + len(e.Gzip) + 8*binary.MaxVarintLen64 + 8*len(e.Tags)
 	for _, f := range fields {
 		n += len(f)
 	}
@@ -38,6 +39,10 @@ func encode(k cache.Key, gen uint64, e *cache.Entry) []byte {
 	for _, f := range [...][]byte{e.Body, e.Gzip} {
 		b = binary.AppendUvarint(b, uint64(len(f)))
 		b = append(b, f...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(e.Tags)))
+	for _, t := range e.Tags {
+		b = binary.LittleEndian.AppendUint64(b, uint64(t))
 	}
 	return b
 }
@@ -82,9 +87,20 @@ func decode(b []byte, k cache.Key) (*cache.Entry, uint64, error) {
 	if string(f[0]) != k.Tenant || string(f[1]) != k.Resource || string(f[2]) != k.Scope || string(f[3]) != k.Variant {
 		return nil, 0, nil // another key with the same hash
 	}
+	nt, n := binary.Uvarint(b)
+	if n <= 0 || uint64(len(b)-n) != 8*nt {
+		return nil, 0, fmt.Errorf("%w (tags)", errCorrupt)
+	}
+	b = b[n:]
 	e := &cache.Entry{
 		ContentType: string(f[4]), ETag: string(f[5]), Body: f[6],
 		Negative: neg, StoredAt: time.Unix(0, at),
+	}
+	if nt > 0 {
+		e.Tags = make([]cache.Tag, nt)
+		for i := range e.Tags {
+			e.Tags[i] = cache.Tag(binary.LittleEndian.Uint64(b[8*i:]))
+		}
 	}
 	if len(f[7]) > 0 {
 		e.Gzip = f[7]

@@ -15,6 +15,8 @@ func TestEncodeDecode(t *testing.T) {
 	k := cache.Key{Tenant: "summit", Resource: "properties", Scope: "full|au|json", Variant: "price_max=5"}
 	e := cache.NewEntry([]byte(strings.Repeat(`{"id":1},`, 100)), "application/json", false, time.Unix(1700000000, 123))
 	neg := cache.NewEntry([]byte(`{"error":"not found"}`), "application/json", true, time.Unix(1700000000, 0))
+	withTags := cache.NewEntry([]byte(`{"id":7}`), "application/json", false, time.Unix(1700000000, 0))
+	withTags.Tags = []cache.Tag{cache.IDTag("property", 7), cache.IDTag("agent", 1), 1 << 63}
 	tests := []struct {
 		name    string
 		e       *cache.Entry
@@ -24,6 +26,7 @@ func TestEncodeDecode(t *testing.T) {
 	}{
 		{"entry", e, k, e, 42},
 		{"negative", neg, k, neg, 42},
+		{"tags", withTags, k, withTags, 42},
 		{"another tenant", e, cache.Key{Tenant: "harbour", Resource: k.Resource, Scope: k.Scope, Variant: k.Variant}, nil, 0},
 		{"another scope", e, cache.Key{Tenant: k.Tenant, Resource: k.Resource, Scope: "prices|au|json", Variant: k.Variant}, nil, 0},
 	}

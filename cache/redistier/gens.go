@@ -12,11 +12,24 @@ import (
 )
 
 // field names a purge scope in the generations hash: "a" (all),
-// "t\x00TENANT", "r\x00TENANT\x00RESOURCE".
+// "t\x00TENANT", "r\x00TENANT\x00RESOURCE"; in a purge message, a purge by
+// tags is "g\x00TENANT\x00TAG,TAG..." (tags in hexadecimal).
 func field(p cache.Purge) string {
 	switch {
 	case p.All:
 		return "a"
+	case len(p.Tags) > 0:
+		b := make([]byte, 0, 3+len(p.Tenant)+17*len(p.Tags))
+		b = append(b, "g\x00"...)
+		b = append(b, p.Tenant...)
+		b = append(b, 0)
+		for i, t := range p.Tags {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendUint(b, uint64(t), 16)
+		}
+		return string(b)
 	case p.Resource == "":
 		return "t\x00" + p.Tenant
 	}
@@ -32,9 +45,57 @@ func parseField(f string) (cache.Purge, bool) {
 		return cache.Purge{Tenant: parts[1]}, true
 	case parts[0] == "r" && len(parts) == 3:
 		return cache.Purge{Tenant: parts[1], Resource: parts[2]}, true
+	case parts[0] == "g" && len(parts) == 3:
+		p := cache.Purge{Tenant: parts[1]}
+		for h := range strings.SplitSeq(parts[2], ",") {
+			t, err := strconv.ParseUint(h, 16, 64)
+			if err != nil {
+				return cache.Purge{}, false
+			}
+			p.Tags = append(p.Tags, cache.Tag(t))
+		}
+		return p, len(p.Tags) > 0
 	}
 	return cache.Purge{}, false
 }
+
+// tagField names a tag's record in the tags hash: "TENANT\x00TAG" (the
+// tag in hexadecimal).
+func tagField(tenant string, t cache.Tag) string {
+	return tenant + "\x00" + strconv.FormatUint(uint64(t), 16)
+}
+
+func parseTagField(f string) (tenant string, t cache.Tag, ok bool) {
+	tenant, h, found := strings.Cut(f, "\x00")
+	v, err := strconv.ParseUint(h, 16, 64)
+	return tenant, cache.Tag(v), found && err == nil
+}
+
+// purgeTagsScript records a purge by tags. KEYS: tags hash, its expiry
+// sorted set, epoch counter; ARGV: "1" for hard, the caller's largest
+// epoch, channel, mode letter, message field, now and expiry (Unix ms),
+// then the tags' fields. Each record is "FILL:HARD" as in the generations
+// hash and expires (is dropped by a later purge) once no entry it may
+// cover can be alive; the message is "EPOCH MODE FIELD".
+var purgeTagsScript = redis.NewScript(`
+local e = redis.call('INCR', KEYS[3])
+local after = tonumber(ARGV[2])
+if e <= after then e = after + 1; redis.call('SET', KEYS[3], e) end
+for i = 8, #ARGV do
+	local hard = 0
+	local cur = redis.call('HGET', KEYS[1], ARGV[i])
+	if cur then hard = tonumber(string.match(cur, ':(%d+)$')) end
+	if ARGV[1] == '1' then hard = e end
+	redis.call('HSET', KEYS[1], ARGV[i], e .. ':' .. hard)
+	redis.call('ZADD', KEYS[2], ARGV[7], ARGV[i])
+end
+local old = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[6], 'LIMIT', 0, 1000)
+for _, f in ipairs(old) do
+	redis.call('HDEL', KEYS[1], f)
+	redis.call('ZREM', KEYS[2], f)
+end
+redis.call('PUBLISH', ARGV[3], e .. ' ' .. ARGV[4] .. ' ' .. ARGV[5])
+return e`)
 
 // purgeScript records a purge. KEYS: generations hash, epoch counter;
 // ARGV: field, "1" for hard, the caller's largest epoch, channel, mode
@@ -61,6 +122,17 @@ func (t *Tier) Purge(ctx context.Context, p cache.Purge, after uint64) (uint64, 
 	}
 	var epoch uint64
 	err := t.do(ctx, "purge", func(ctx context.Context) (err error) {
+		if len(p.Tags) > 0 {
+			now := time.Now()
+			args := make([]any, 0, 7+len(p.Tags))
+			args = append(args, hard, strconv.FormatUint(after, 10), t.purgeCh, mode, field(p),
+				now.UnixMilli(), now.Add(max(p.Lifetime, time.Minute)).UnixMilli())
+			for _, tg := range p.Tags {
+				args = append(args, tagField(p.Tenant, tg))
+			}
+			epoch, err = purgeTagsScript.Run(ctx, t.rdb, []string{t.tagsKey, t.tagsExpKey, t.epochKey}, args...).Uint64()
+			return err
+		}
 		epoch, err = purgeScript.Run(ctx, t.rdb, []string{t.gensKey, t.epochKey},
 			field(p), hard, strconv.FormatUint(after, 10), t.purgeCh, mode).Uint64()
 		return err
@@ -72,13 +144,33 @@ func (t *Tier) Purge(ctx context.Context, p cache.Purge, after uint64) (uint64, 
 	return epoch, nil
 }
 
-// Covering implements cache.Generations.
-func (t *Tier) Covering(ctx context.Context, k cache.Key) (uint64, error) {
+// Covering implements cache.Generations: the records of everything, k's
+// tenant and resource, and the tenant's tags among tags, in one round
+// trip (both hashes share a hash slot).
+func (t *Tier) Covering(ctx context.Context, k cache.Key, tags []cache.Tag) (uint64, error) {
 	var vals []any
-	err := t.do(ctx, "covering", func(ctx context.Context) (err error) {
-		vals, err = t.rdb.HMGet(ctx, t.gensKey, "a", field(cache.Purge{Tenant: k.Tenant}),
-			field(cache.Purge{Tenant: k.Tenant, Resource: k.Resource})).Result()
-		return err
+	err := t.do(ctx, "covering", func(ctx context.Context) error {
+		var scopes, byTag *redis.SliceCmd
+		_, err := t.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			scopes = p.HMGet(ctx, t.gensKey, "a", field(cache.Purge{Tenant: k.Tenant}),
+				field(cache.Purge{Tenant: k.Tenant, Resource: k.Resource}))
+			if len(tags) > 0 {
+				fields := make([]string, len(tags))
+				for i, tg := range tags {
+					fields[i] = tagField(k.Tenant, tg)
+				}
+				byTag = p.HMGet(ctx, t.tagsKey, fields...)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		vals = scopes.Val()
+		if byTag != nil {
+			vals = append(vals, byTag.Val()...)
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, err
@@ -203,12 +295,17 @@ func (t *Tier) sync(ctx context.Context) {
 		start := time.Now()
 		rctx, cancel := context.WithTimeout(ctx, max(t.timeout, time.Second))
 		recs, err := t.rdb.HGetAll(rctx, t.gensKey).Result()
+		var tags map[string]string
+		if err == nil {
+			tags, err = t.rdb.HGetAll(rctx, t.tagsKey).Result()
+		}
 		cancel()
 		if t.observe != nil {
 			t.observe("sync", time.Since(start), err)
 		}
 		if err == nil {
 			t.deliverAll(recs)
+			t.deliverTags(tags)
 			return
 		}
 		t.errs.Add(1)
@@ -238,6 +335,27 @@ func (t *Tier) deliverAll(recs map[string]string) {
 		if !ok || !ok2 {
 			continue
 		}
+		if hard > 0 {
+			p.Mode, p.Epoch = cache.Hard, hard
+			t.deliver(p)
+		}
+		if fill > hard {
+			p.Mode, p.Epoch = cache.Soft, fill
+			t.deliver(p)
+		}
+	}
+}
+
+// deliverTags delivers the records of purges by tags, as deliverAll does
+// the others.
+func (t *Tier) deliverTags(recs map[string]string) {
+	for f, r := range recs {
+		tenant, tag, ok := parseTagField(f)
+		fill, hard, ok2 := parseRecord(r)
+		if !ok || !ok2 {
+			continue
+		}
+		p := cache.Purge{Tenant: tenant, Tags: []cache.Tag{tag}}
 		if hard > 0 {
 			p.Mode, p.Epoch = cache.Hard, hard
 			t.deliver(p)

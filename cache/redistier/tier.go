@@ -88,6 +88,7 @@ type Tier struct {
 	cb      *gobreaker.CircuitBreaker[any]
 
 	filledCh, purgeCh, gensKey, epochKey string
+	tagsKey, tagsExpKey                  string
 
 	mu      sync.Mutex
 	waiters map[string][]chan note // by entry ID
@@ -132,6 +133,7 @@ func New(rdb redis.UniversalClient, o Options) *Tier {
 		log: o.Logger, observe: o.Observe,
 		filledCh: o.KeyPrefix + "filled", purgeCh: o.KeyPrefix + "purge",
 		gensKey: o.KeyPrefix + "{gens}", epochKey: o.KeyPrefix + "{gens}:epoch",
+		tagsKey: o.KeyPrefix + "{gens}:tags", tagsExpKey: o.KeyPrefix + "{gens}:tags:exp",
 		waiters: map[string][]chan note{}, holding: map[string]string{},
 		done: make(chan struct{}), subscribed: make(chan struct{}),
 	}

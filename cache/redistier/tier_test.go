@@ -558,3 +558,131 @@ func TestLeaseWaitersWakeWhenRedisDies(t *testing.T) {
 		t.Fatal("the waiting replica still waits on the lease 30s after Redis died")
 	}
 }
+
+// taggedLoader answers body carrying tags.
+func taggedLoader(body string, tags ...cache.Tag) cache.Loader {
+	return func(context.Context) (*cache.Entry, error) {
+		e := cache.NewEntry([]byte(body), "application/json", false, time.Now())
+		e.Tags = tags
+		return e, nil
+	}
+}
+
+// TestFleetPurgeTags: a purge by tags (an entity) made on one replica
+// covers, on every replica and in Redis, exactly the bodies of its tenant
+// that carry the tag, single and lists, every permission level, by mode; a
+// list without it and another tenant's bodies with the same tag stay hits,
+// and a replica started after the purge does not serve the purged bodies
+// it reads from Redis.
+func TestFleetPurgeTags(t *testing.T) {
+	p1, p2, p3 := cache.IDTag("property", 1), cache.IDTag("property", 2), cache.IDTag("property", 3)
+	type tk struct {
+		k       cache.Key
+		tags    []cache.Tag
+		covered bool
+	}
+	keys := []tk{
+		{cache.Key{Tenant: "summit", Resource: "property", Scope: "full|au|json", Variant: "1"}, []cache.Tag{p1}, true},
+		{cache.Key{Tenant: "summit", Resource: "properties", Scope: "full|au|json", Variant: "status=current"}, []cache.Tag{p1, p2}, true},
+		{cache.Key{Tenant: "summit", Resource: "properties", Scope: "basic|au|xml", Variant: "status=current"}, []cache.Tag{p1, p2}, true},
+		{cache.Key{Tenant: "summit", Resource: "properties", Scope: "full|au|json", Variant: "status=sold"}, []cache.Tag{p2, p3}, false},
+		{cache.Key{Tenant: "harbour", Resource: "property", Scope: "full|au|json", Variant: "1"}, []cache.Tag{p1}, false},
+		{cache.Key{Tenant: "harbour", Resource: "properties", Scope: "full|au|json", Variant: "status=current"}, []cache.Tag{p1, p2}, false},
+	}
+	for _, mode := range []cache.PurgeMode{cache.Soft, cache.Hard} {
+		t.Run(mode.String(), func(t *testing.T) {
+			rs, rdb, p := fleet(t, 3)
+			for _, c := range keys {
+				if _, _, err := rs[0].store.Get(context.Background(), c.k, pol, taggedLoader("old", c.tags...)); err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range rs[1:] {
+					if _, o, err := r.store.Get(context.Background(), c.k, pol, failing); o != cache.Hit {
+						t.Fatalf("warm-up: %v, %v", o, err)
+					}
+				}
+			}
+			if err := rs[1].store.PurgeContext(context.Background(), cache.Purge{Tenant: "summit", Tags: []cache.Tag{p1}, Mode: mode}); err != nil {
+				t.Fatal(err)
+			}
+			purgesSeen(t, rs, 1)
+			late := newReplica(t, rdb, p, nil, time.Second)
+			for i, r := range append(rs, late) {
+				for _, c := range keys {
+					e, o, err := r.store.Get(context.Background(), c.k, pol, failing)
+					switch {
+					case !c.covered:
+						if o != cache.Hit || string(e.Body) != "old" {
+							t.Errorf("replica %d, %v: %v, %v; want a hit (not covered)", i, c.k, o, err)
+						}
+					case mode == cache.Soft:
+						if err != nil || o != cache.StaleIfError {
+							t.Errorf("replica %d, %v: %v, %v; want the old body as stale-if-error", i, c.k, o, err)
+						}
+					default:
+						if err == nil {
+							t.Errorf("replica %d, %v: %v %q; want the error (hard purge)", i, c.k, o, e.Body)
+						}
+					}
+				}
+			}
+			c := keys[1]
+			if e, o, err := rs[2].store.Get(context.Background(), c.k, pol, taggedLoader("new", c.tags...)); err != nil || o != cache.Miss || string(e.Body) != "new" {
+				t.Fatalf("after the purge, backend up: %v, %v", o, err)
+			}
+			if e, o, _ := rs[0].store.Get(context.Background(), c.k, pol, failing); o != cache.Hit || string(e.Body) != "new" {
+				t.Errorf("the new fill did not reach replica 0 through Redis: %v", o)
+			}
+		})
+	}
+}
+
+// TestPurgeTagsRacingAFillOnAnotherReplica: a purge by tags made on one
+// replica while another fills a body carrying the tag keeps that fill out
+// of Redis and of later requests (Covering answers for the tags).
+func TestPurgeTagsRacingAFillOnAnotherReplica(t *testing.T) {
+	rs, _, _ := fleet(t, 2)
+	agent := cache.IDTag("agent", 42)
+	list := cache.Key{Tenant: "summit", Resource: "agents", Scope: "full|au|json", Variant: "name=a"}
+	started, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := rs[0].store.Get(context.Background(), list, pol, func(context.Context) (*cache.Entry, error) {
+			close(started)
+			<-release
+			e := cache.NewEntry([]byte("before the purge"), "application/json", false, time.Now())
+			e.Tags = []cache.Tag{cache.IDTag("agent", 41), agent}
+			return e, nil
+		})
+		done <- err
+	}()
+	<-started
+	if err := rs[1].store.PurgeContext(context.Background(), cache.Purge{Tenant: "summit", Tags: []cache.Tag{agent}, Mode: cache.Soft}); err != nil {
+		t.Fatal(err)
+	}
+	cov, err := rs[0].tier.Covering(context.Background(), list, []cache.Tag{cache.IDTag("agent", 41), agent})
+	if err != nil || cov == 0 {
+		t.Errorf("Covering with the purged tag = %d, %v; want the purge's epoch", cov, err)
+	}
+	if cov, _ := rs[0].tier.Covering(context.Background(), list, []cache.Tag{cache.IDTag("agent", 41)}); cov != 0 {
+		t.Errorf("Covering without the purged tag = %d, want 0", cov)
+	}
+	other := cache.Key{Tenant: "harbour", Resource: list.Resource, Scope: list.Scope, Variant: list.Variant}
+	if cov, _ := rs[0].tier.Covering(context.Background(), other, []cache.Tag{agent}); cov != 0 {
+		t.Errorf("Covering of another tenant's body with the tag = %d, want 0", cov)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if e, _, err := rs[1].tier.Get(context.Background(), list); err != nil || e != nil {
+		t.Errorf("Redis holds the fill that raced the purge (%v)", err)
+	}
+	purgesSeen(t, rs, 1)
+	for i, r := range rs {
+		e, _, err := r.store.Get(context.Background(), list, pol, loaderOf("after the purge"))
+		if err != nil || string(e.Body) != "after the purge" {
+			t.Errorf("replica %d after the purge: %q, %v", i, e.Body, err)
+		}
+	}
+}
