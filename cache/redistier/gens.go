@@ -335,14 +335,7 @@ func (t *Tier) deliverAll(recs map[string]string) {
 		if !ok || !ok2 {
 			continue
 		}
-		if hard > 0 {
-			p.Mode, p.Epoch = cache.Hard, hard
-			t.deliver(p)
-		}
-		if fill > hard {
-			p.Mode, p.Epoch = cache.Soft, fill
-			t.deliver(p)
-		}
+		t.deliverRecord(p, fill, hard)
 	}
 }
 
@@ -356,13 +349,19 @@ func (t *Tier) deliverTags(recs map[string]string) {
 			continue
 		}
 		p := cache.Purge{Tenant: tenant, Tags: []cache.Tag{tag}}
-		if hard > 0 {
-			p.Mode, p.Epoch = cache.Hard, hard
-			t.deliver(p)
-		}
-		if fill > hard {
-			p.Mode, p.Epoch = cache.Soft, fill
-			t.deliver(p)
-		}
+		t.deliverRecord(p, fill, hard)
+	}
+}
+
+// deliverRecord delivers a record FILL:HARD of p's scope: a hard purge at
+// HARD and, when later, a soft one at FILL.
+func (t *Tier) deliverRecord(p cache.Purge, fill, hard uint64) {
+	if hard > 0 {
+		p.Mode, p.Epoch = cache.Hard, hard
+		t.deliver(p)
+	}
+	if fill > hard {
+		p.Mode, p.Epoch = cache.Soft, fill
+		t.deliver(p)
 	}
 }
