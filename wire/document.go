@@ -767,12 +767,13 @@ func passOne(e *Element, asWritten bool) *Document {
 
 // appendPassed filters doc for o's caller and writes it in f. A full-detail
 // document is filtered (prices, unknown fields, ended open homes); a short
-// list passes as the legacy's own short answer, its count fixed.
+// list passes as the legacy's own short answer, its count fixed and any raw
+// price removed for a caller without prices.
 func appendPassed(dst []byte, f Format, doc *Document, o Options, full bool) []byte {
+	// The legacy's short answer is short by its own rules and passes as
+	// it is (unknown fields too), except raw prices: those reach only a
+	// caller with prices, whatever the legacy put in a short answer.
 	po := PassOptions{Full: full, Prices: o.Prices, Unknown: o.Unknown || !full, Extra: o.Extra, Now: o.Now, Location: o.Location}
-	if !full {
-		po.Prices = true // the legacy's short answer is short by its own rules
-	}
 	Filter(doc, po, nil)
 	switch f {
 	case XML:

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"os"
 	"path/filepath"
@@ -163,4 +164,131 @@ func FuzzPassThroughFilter(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLegacyShortGolden: a legacy short-detail answer (testdata/legacy/
+// properties_short.xml: a comment, an attribute of the list, a wrong count,
+// an unknown element and attribute, times and decimals as written) is
+// short by the legacy's own rules and passes as it is, for every caller:
+// the upstream user's permissions, full without prices, and none. Only the
+// count is fixed. XML is the legacy's bytes; JSON is the golden file
+// (-update rewrites it), the same for every caller; neither carries an
+// element or attribute the legacy's short answer did not.
+func TestLegacyShortGolden(t *testing.T) {
+	src, err := os.ReadFile("testdata/legacy/properties_short.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := ReadPropertyList(NewRawDecoder(bytes.NewReader(src)), time.UTC, false, 10, ReadOptions{Keep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantXML := strings.Replace(string(src), `<properties count="3"`, `<properties count="2"`, 1)
+	legacyNames := names(t, src)
+	const goldenJSON = "testdata/legacy/properties.short.json"
+	for _, c := range []struct {
+		name string
+		o    Options
+	}{
+		{"full,prices", Options{Prices: true, Unknown: true}},
+		{"full", Options{}},
+		{"prices", Options{Prices: true}},
+		{"none", Options{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			gotXML := AppendPropertyList(nil, XML, ps, c.o)
+			if diff := cmp.Diff(wantXML, string(gotXML)); diff != "" {
+				t.Errorf("XML is not the legacy's short answer (-legacy +got):\n%s", diff)
+			}
+			for n := range names(t, gotXML) {
+				if !legacyNames[n] {
+					t.Errorf("XML carries %s, which the legacy's short answer did not", n)
+				}
+			}
+			gotJSON := AppendPropertyList(nil, JSON, ps, c.o)
+			if *update {
+				if err := os.WriteFile(goldenJSON, gotJSON, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(goldenJSON)
+			if err != nil {
+				t.Fatalf("%v (run with -update)", err)
+			}
+			if diff := cmp.Diff(string(want), string(gotJSON)); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", goldenJSON, diff)
+			}
+			var v any
+			if err := json.Unmarshal(gotJSON, &v); err != nil {
+				t.Fatal(err)
+			}
+			var keys func(v any)
+			keys = func(v any) {
+				switch v := v.(type) {
+				case map[string]any:
+					for k, x := range v {
+						// JSON's own keys: the text of an element with
+						// attributes under its name, an agent's under name.
+						if !legacyNames[k] && !legacyNames["@"+k] && k != "name" {
+							t.Errorf("JSON carries %q, which the legacy's short answer did not", k)
+						}
+						keys(x)
+					}
+				case []any:
+					for _, x := range v {
+						keys(x)
+					}
+				}
+			}
+			keys(v)
+		})
+	}
+}
+
+// TestLegacyShortNoRawPrices: a legacy that puts raw prices in a short
+// answer (the spec has them full detail only) still shows them only to a
+// caller with prices; the rest of its short answer passes as it is.
+func TestLegacyShortNoRawPrices(t *testing.T) {
+	src, err := os.ReadFile("testdata/legacy/properties_short.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src = bytes.Replace(src, []byte("<status>SOLD</status>"), []byte("<status>SOLD</status><price_from>1650000.00</price_from><price_to/>"), 1)
+	ps, err := ReadPropertyList(NewRawDecoder(bytes.NewReader(src)), time.UTC, false, 10, ReadOptions{Keep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []Format{XML, JSON} {
+		if got := AppendPropertyList(nil, f, ps, Options{}); bytes.Contains(got, []byte("price_")) || !bytes.Contains(got, []byte("homeviews")) {
+			t.Errorf("%v, caller without prices: want no raw price, the rest as the legacy wrote it:\n%s", f, got)
+		}
+		if got := AppendPropertyList(nil, f, ps, Options{Prices: true}); !bytes.Contains(got, []byte("1650000.00")) {
+			t.Errorf("%v, caller with prices: the raw price as written is missing:\n%s", f, got)
+		}
+	}
+}
+
+// names returns the element names of an XML document and its attribute
+// names prefixed with "@".
+func names(t *testing.T, doc []byte) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	d := xml.NewDecoder(bytes.NewReader(doc))
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			break
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			out[se.Name.Local] = true
+			for _, a := range se.Attr {
+				out["@"+a.Name.Local] = true
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no elements in\n%s", doc)
+	}
+	return out
 }
