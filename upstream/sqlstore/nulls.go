@@ -12,6 +12,20 @@ import "database/sql"
 type textOrEmpty struct{ s *string }
 
 func (n textOrEmpty) Scan(v any) error {
+	// The values drivers return for text, without database/sql's
+	// conversion (a NullString here escapes: one allocation per column of
+	// every row).
+	switch v := v.(type) {
+	case string:
+		*n.s = v
+		return nil
+	case []byte: // the driver's buffer: copied
+		*n.s = string(v)
+		return nil
+	case nil:
+		*n.s = ""
+		return nil
+	}
 	var ns sql.NullString
 	if err := ns.Scan(v); err != nil {
 		return err
@@ -25,6 +39,19 @@ func (n textOrEmpty) Scan(v any) error {
 type flagOrFalse struct{ b *bool }
 
 func (n flagOrFalse) Scan(v any) error {
+	switch v := v.(type) {
+	case bool:
+		*n.b = v
+		return nil
+	case int64: // SQLite's 0/1
+		if v == 0 || v == 1 {
+			*n.b = v == 1
+			return nil
+		}
+	case nil:
+		*n.b = false
+		return nil
+	}
 	var nb sql.NullBool
 	if err := nb.Scan(v); err != nil {
 		return err

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -78,5 +79,53 @@ func TestNullColumns(t *testing.T) {
 		return p.Last().String() == ".Properties"
 	}, cmp.Ignore())); diff != "" {
 		t.Errorf("GetAgent (-want +got):\n%s", diff)
+	}
+}
+
+// TestScannersAgreeWithDatabaseSQL: textOrEmpty and flagOrFalse read the
+// values drivers return without database/sql's conversion; every value
+// reads as sql.NullString and sql.NullBool read it (NULL as empty or false),
+// and what those refuse is refused.
+func TestScannersAgreeWithDatabaseSQL(t *testing.T) {
+	for _, v := range []any{"text", "", []byte("bytes"), []byte{}, nil, int64(42), 2.5, true, time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)} {
+		var ns sql.NullString
+		wantErr := ns.Scan(v)
+		got := "unchanged"
+		err := textOrEmpty{&got}.Scan(v)
+		if (err != nil) != (wantErr != nil) || (err == nil && got != ns.String) {
+			t.Errorf("textOrEmpty.Scan(%#v) = %q, %v; NullString: %q, %v", v, got, err, ns.String, wantErr)
+		}
+	}
+	for _, v := range []any{true, false, int64(0), int64(1), int64(2), int64(-1), nil, "true", "0", []byte("1"), "maybe", 1.0} {
+		var nb sql.NullBool
+		wantErr := nb.Scan(v)
+		got := true
+		err := flagOrFalse{&got}.Scan(v)
+		if (err != nil) != (wantErr != nil) || (err == nil && got != nb.Bool) {
+			t.Errorf("flagOrFalse.Scan(%#v) = %v, %v; NullBool: %v, %v", v, got, err, nb.Bool, wantErr)
+		}
+	}
+}
+
+// TestNullTimeLayouts: dates, SQLite timestamps and the other layouts read
+// as before the date fast path, and text of no layout is an error.
+func TestNullTimeLayouts(t *testing.T) {
+	for in, want := range map[string]time.Time{
+		"2026-03-14":                time.Date(2026, 3, 14, 0, 0, 0, 0, time.UTC),
+		"2026-03-14T09:26:53Z":      time.Date(2026, 3, 14, 9, 26, 53, 0, time.UTC),
+		"2026-03-14T09:26:53.5Z":    time.Date(2026, 3, 14, 9, 26, 53, 5e8, time.UTC),
+		"2026-03-14T09:26:53+02:00": time.Date(2026, 3, 14, 7, 26, 53, 0, time.UTC),
+		"2026-03-01 10:00:00":       time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC),
+	} {
+		var n nullTime
+		if err := n.Scan(in); err != nil || !n.valid || !n.t.Equal(want) || n.t.Location() != time.UTC {
+			t.Errorf("Scan(%q) = %v %v, %v; want %v", in, n.t, n.valid, err, want)
+		}
+	}
+	for _, in := range []string{"2026-13-14", "14/03/2026", "yesterday"} {
+		var n nullTime
+		if err := n.Scan(in); err == nil {
+			t.Errorf("Scan(%q) = %v, want an error", in, n.t)
+		}
 	}
 }

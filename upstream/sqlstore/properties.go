@@ -732,6 +732,12 @@ func intPtr(n sql.NullInt64) *int {
 
 // decorateProperties loads the agents, media and (full detail) open homes of
 // a page with one batched query per kind, never one per row.
+//
+// Each query returns a property's rows together (ordered by property), so
+// the rows of a kind are appended to one slice for the whole page and each
+// property is given its run of it (see runs), instead of growing a slice per
+// property: a 20-property page has about 110 media rows, 23 agents and 23
+// open homes.
 func (s *Store) decorateProperties(ctx context.Context, page []upstream.Property, detail normalize.Detail) error {
 	if len(page) == 0 {
 		return nil
@@ -750,25 +756,27 @@ func (s *Store) decorateProperties(ctx context.Context, page []upstream.Property
 		q := newQuery(s.d)
 		q.add("SELECT pa.property_id, a.id, a.name FROM property_agents pa JOIN agents a ON a.id = pa.agent_id WHERE ",
 			inIDs(q, "pa.property_id", chunk), " ORDER BY pa.property_id, pa.position, a.id")
+		agents := newRuns[upstream.AgentRef](len(chunk) * 2)
 		err := s.each(ctx, "load_property_agents", q, func(rows *sql.Rows) error {
 			var pid int64
 			var a upstream.AgentRef
 			if err := rows.Scan(&pid, &a.ID, textOrEmpty{&a.Name}); err != nil {
 				return err
 			}
-			p := &page[idx[pid]]
-			p.Agents = append(p.Agents, a)
+			agents.add(idx[pid], 0, a)
 			return nil
 		})
 		if err != nil {
 			return fmt.Errorf("agents: %w", err)
 		}
+		agents.each(func(i, _ int, as []upstream.AgentRef) { page[i].Agents = join(page[i].Agents, as) })
 
 		// Media: items in full detail, counts otherwise.
 		q = newQuery(s.d)
 		if full {
 			q.add("SELECT m.property_id, m.kind, m.url, m.thumbnail, m.type, m.caption, m.position FROM property_media m WHERE ",
 				inIDs(q, "m.property_id", chunk), " ORDER BY m.property_id, m.kind, m.position")
+			media := newRuns[upstream.Media](len(chunk) * 8)
 			err = s.each(ctx, "load_media", q, func(rows *sql.Rows) error {
 				var pid int64
 				var kind string
@@ -776,19 +784,24 @@ func (s *Store) decorateProperties(ctx context.Context, page []upstream.Property
 				if err := rows.Scan(&pid, &kind, textOrEmpty{&m.URL}, textOrEmpty{&m.Thumbnail}, textOrEmpty{&m.Type}, textOrEmpty{&m.Caption}, &m.Position); err != nil {
 					return err
 				}
-				p := &page[idx[pid]]
-				switch kind {
-				case "photo":
-					p.Photos = append(p.Photos, m)
-					p.PhotoCount++
-				case "virtualtour":
-					p.VirtualTours = append(p.VirtualTours, m)
-					p.VirtualTourCount++
-				case "floorplan":
-					p.Floorplans = append(p.Floorplans, m)
-					p.FloorplanCount++
+				if k := mediaKind(kind); k >= 0 {
+					media.add(idx[pid], k, m)
 				}
 				return nil
+			})
+			media.each(func(i, kind int, ms []upstream.Media) { // rows of a failed query too: err is returned below
+				p := &page[i]
+				switch kind {
+				case photo:
+					p.Photos = join(p.Photos, ms)
+					p.PhotoCount += len(ms)
+				case virtualTour:
+					p.VirtualTours = join(p.VirtualTours, ms)
+					p.VirtualTourCount += len(ms)
+				case floorplan:
+					p.Floorplans = join(p.Floorplans, ms)
+					p.FloorplanCount += len(ms)
+				}
 			})
 		} else {
 			q.add("SELECT m.property_id, m.kind, count(*) FROM property_media m WHERE ",
@@ -801,12 +814,12 @@ func (s *Store) decorateProperties(ctx context.Context, page []upstream.Property
 					return err
 				}
 				p := &page[idx[pid]]
-				switch kind {
-				case "photo":
+				switch mediaKind(kind) {
+				case photo:
 					p.PhotoCount = n
-				case "virtualtour":
+				case virtualTour:
 					p.VirtualTourCount = n
-				case "floorplan":
+				case floorplan:
 					p.FloorplanCount = n
 				}
 				return nil
@@ -824,19 +837,20 @@ func (s *Store) decorateProperties(ctx context.Context, page []upstream.Property
 		q.add("SELECT o.property_id, o.starts_at, o.ends_at FROM openhomes o WHERE ",
 			inIDs(q, "o.property_id", chunk), " AND o.ends_at > ", textArg(q, s.d.timeArg(now)),
 			" ORDER BY o.property_id, o.starts_at, o.ends_at")
+		opens := newRuns[upstream.OpenHome](len(chunk) * 2)
 		err = s.each(ctx, "load_openhomes", q, func(rows *sql.Rows) error {
 			var pid int64
 			var start, end nullTime
 			if err := rows.Scan(&pid, &start, &end); err != nil {
 				return err
 			}
-			p := &page[idx[pid]]
-			p.OpenHomes = append(p.OpenHomes, upstream.OpenHome{Start: start.t, End: end.t})
+			opens.add(idx[pid], 0, upstream.OpenHome{Start: start.t, End: end.t})
 			return nil
 		})
 		if err != nil {
 			return fmt.Errorf("open homes: %w", err)
 		}
+		opens.each(func(i, _ int, os []upstream.OpenHome) { page[i].OpenHomes = join(page[i].OpenHomes, os) })
 	}
 	if full {
 		for i := range page {
@@ -846,6 +860,68 @@ func (s *Store) decorateProperties(ctx context.Context, page []upstream.Property
 		}
 	}
 	return nil
+}
+
+// join is have followed by more: more itself when have is empty (no copy).
+func join[T any](have, more []T) []T {
+	if len(have) == 0 {
+		return more
+	}
+	return append(have, more...)
+}
+
+// The media kinds of property_media.kind.
+const (
+	photo = iota
+	virtualTour
+	floorplan
+)
+
+// mediaKind is the kind of a property_media.kind value, -1 for none (such
+// a row is not listed).
+func mediaKind(kind string) int {
+	switch kind {
+	case "photo":
+		return photo
+	case "virtualtour":
+		return virtualTour
+	case "floorplan":
+		return floorplan
+	}
+	return -1
+}
+
+// runs collects the rows of a child table for a page, in one slice: the
+// rows of a property and kind arrive together, and each run of them goes to
+// its property as a slice of the whole (capped at its length, so an append
+// to it copies).
+type runs[T any] struct {
+	rows []T
+	keys []runKey // where each run starts
+}
+
+type runKey struct{ at, owner, kind int }
+
+func newRuns[T any](rows int) *runs[T] { return &runs[T]{rows: make([]T, 0, rows)} }
+
+// add appends the row r of owner (a page index) and kind.
+func (r *runs[T]) add(owner, kind int, row T) {
+	if n := len(r.keys); n == 0 || r.keys[n-1].owner != owner || r.keys[n-1].kind != kind {
+		r.keys = append(r.keys, runKey{len(r.rows), owner, kind})
+	}
+	r.rows = append(r.rows, row)
+}
+
+// each calls f with every run, in the order they arrived. A run that
+// repeats an owner and kind (rows not together) is given to f again.
+func (r *runs[T]) each(f func(owner, kind int, rows []T)) {
+	for i, k := range r.keys {
+		end := len(r.rows)
+		if i+1 < len(r.keys) {
+			end = r.keys[i+1].at
+		}
+		f(k.owner, k.kind, r.rows[k.at:end:end])
+	}
 }
 
 func nonNil[T any](s []T) []T {
