@@ -421,13 +421,19 @@ func filterRecord(r *Element, o PassOptions, report func(Problem)) {
 		})
 		for _, k := range e.Elements("") {
 			if !known[k.Name] {
-				continue // an allowed unknown element passes whole
+				if !o.Prices {
+					dropPrices(k) // an allowed unknown element passes whole, less raw prices
+				}
+				continue
 			}
 			filterAttrs(k)
-			if _, container := containers[k.Name]; container || items[k.Name] {
+			switch _, container := containers[k.Name]; {
+			case container || items[k.Name]:
 				walk(k)
-			} else if !o.Unknown {
+			case !o.Unknown:
 				keepMarkup(k)
+			case !o.Prices:
+				dropPrices(k)
 			}
 		}
 	}
@@ -466,6 +472,16 @@ func keepMarkup(e *Element) {
 		clear(k.Attrs)
 		k.Attrs = nil
 		keepMarkup(k)
+	}
+}
+
+// dropPrices removes raw prices (price_from, price_to) at any depth inside
+// e, an element that otherwise passes whole: a caller without prices never
+// sees one, wherever the legacy put it.
+func dropPrices(e *Element) {
+	e.remove(func(k *Element) bool { return k.Name == "price_from" || k.Name == "price_to" })
+	for _, k := range e.Elements("") {
+		dropPrices(k)
 	}
 }
 
