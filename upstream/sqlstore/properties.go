@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -12,7 +13,7 @@ import (
 	"listingproxy/upstream"
 )
 
-// propertyColumns are the columns scanned by scanProperty, in order.
+// propertyColumns are the columns scanned by propertyScanner, in order.
 const propertyColumns = "p.id, p.agency_id, p.last_updated, p.approved, p.street_number, p.street_name, " +
 	"p.address_display, p.status, p.latitude, p.longitude, p.price_text, p.price_from, p.price_to, " +
 	"p.price_type, p.category, p.property_type, p.suburb, p.area, p.region, p.bedrooms, p.bathrooms, " +
@@ -679,8 +680,9 @@ func (s *Store) loadProperties(ctx context.Context, ids []int64) ([]upstream.Pro
 
 func (s *Store) queryProperties(ctx context.Context, name string, q *query) ([]upstream.Property, error) {
 	var ps []upstream.Property
+	var sc propertyScanner
 	err := s.each(ctx, name, q, func(rows *sql.Rows) error {
-		p, err := scanProperty(rows)
+		p, err := sc.scan(rows)
 		if err != nil {
 			return err
 		}
@@ -693,51 +695,71 @@ func (s *Store) queryProperties(ctx context.Context, name string, q *query) ([]u
 	return nonNil(ps), nil
 }
 
-func scanProperty(rows *sql.Rows) (upstream.Property, error) {
-	var (
-		p                                      upstream.Property
-		lastUpdated, approved                  nullTime
-		priceFrom, priceTo, floorSize, lotSize sql.NullFloat64
-		bedrooms, bathrooms                    sql.NullInt64
-	)
-	err := rows.Scan(&p.ID, textOrEmpty{&p.AgencyID}, &lastUpdated, &approved, textOrEmpty{&p.StreetNumber}, textOrEmpty{&p.StreetName},
-		flagOrFalse{&p.AddressDisplay}, textOrEmpty{&p.Status}, &p.Latitude, &p.Longitude, textOrEmpty{&p.PriceText}, &priceFrom, &priceTo,
-		textOrEmpty{&p.PriceType}, textOrEmpty{&p.Category}, textOrEmpty{&p.PropertyType}, textOrEmpty{&p.Suburb}, textOrEmpty{&p.Area},
-		textOrEmpty{&p.Region}, &bedrooms, &bathrooms, &floorSize, &lotSize, textOrEmpty{&p.BuiltIn}, textOrEmpty{&p.Description},
-		flagOrFalse{&p.Featured})
-	if err != nil {
-		return p, err
-	}
-	p.LastUpdated, p.Approved = lastUpdated.t, approved.t
-	p.PriceFrom, p.PriceTo = floatPtr(priceFrom), floatPtr(priceTo)
-	p.FloorSize, p.LotSize = floatPtr(floorSize), floatPtr(lotSize)
-	p.Bedrooms, p.Bathrooms = intPtr(bedrooms), intPtr(bathrooms)
-	return p, nil
+// propertyScanner scans rows of propertyColumns into the same variables
+// every row: a variable whose address is passed to Scan lives on the heap,
+// so variables declared per row cost an allocation each (a dozen a row).
+type propertyScanner struct {
+	p                                      upstream.Property
+	lastUpdated, approved                  nullTime
+	priceFrom, priceTo, floorSize, lotSize sql.NullFloat64
+	bedrooms, bathrooms                    sql.NullInt64
+	dest                                   []any
 }
 
-func floatPtr(n sql.NullFloat64) *float64 {
-	if !n.Valid {
+// propertyNumbers holds the optional numbers of one property, which it
+// points into: one allocation instead of one per number.
+type propertyNumbers struct {
+	priceFrom, priceTo, floorSize, lotSize float64
+	bedrooms, bathrooms                    int
+}
+
+func (sc *propertyScanner) scan(rows *sql.Rows) (upstream.Property, error) {
+	p := &sc.p
+	if sc.dest == nil {
+		sc.dest = []any{&p.ID, textOrEmpty{&p.AgencyID}, &sc.lastUpdated, &sc.approved, textOrEmpty{&p.StreetNumber}, textOrEmpty{&p.StreetName},
+			flagOrFalse{&p.AddressDisplay}, textOrEmpty{&p.Status}, &p.Latitude, &p.Longitude, textOrEmpty{&p.PriceText}, &sc.priceFrom, &sc.priceTo,
+			textOrEmpty{&p.PriceType}, textOrEmpty{&p.Category}, textOrEmpty{&p.PropertyType}, textOrEmpty{&p.Suburb}, textOrEmpty{&p.Area},
+			textOrEmpty{&p.Region}, &sc.bedrooms, &sc.bathrooms, &sc.floorSize, &sc.lotSize, textOrEmpty{&p.BuiltIn}, textOrEmpty{&p.Description},
+			flagOrFalse{&p.Featured}}
+	}
+	*p = upstream.Property{}
+	if err := rows.Scan(sc.dest...); err != nil {
+		return upstream.Property{}, err
+	}
+	p.LastUpdated, p.Approved = sc.lastUpdated.t, sc.approved.t
+	if sc.priceFrom.Valid || sc.priceTo.Valid || sc.floorSize.Valid || sc.lotSize.Valid || sc.bedrooms.Valid || sc.bathrooms.Valid {
+		n := &propertyNumbers{sc.priceFrom.Float64, sc.priceTo.Float64, sc.floorSize.Float64, sc.lotSize.Float64,
+			int(sc.bedrooms.Int64), int(sc.bathrooms.Int64)}
+		p.PriceFrom = validPtr(sc.priceFrom.Valid, &n.priceFrom)
+		p.PriceTo = validPtr(sc.priceTo.Valid, &n.priceTo)
+		p.FloorSize = validPtr(sc.floorSize.Valid, &n.floorSize)
+		p.LotSize = validPtr(sc.lotSize.Valid, &n.lotSize)
+		p.Bedrooms = validPtr(sc.bedrooms.Valid, &n.bedrooms)
+		p.Bathrooms = validPtr(sc.bathrooms.Valid, &n.bathrooms)
+	}
+	return *p, nil
+}
+
+// validPtr is p when valid, nil otherwise.
+func validPtr[T any](valid bool, p *T) *T {
+	if !valid {
 		return nil
 	}
-	return &n.Float64
+	return p
 }
 
-func intPtr(n sql.NullInt64) *int {
-	if !n.Valid {
-		return nil
-	}
-	v := int(n.Int64)
-	return &v
-}
-
-// decorateProperties loads the agents, media and (full detail) open homes of
-// a page with one batched query per kind, never one per row.
+// decorateProperties loads the agents, media (items in full detail, counts
+// otherwise) and (full detail) open homes of a page with one statement,
+// load_children, for the whole page (see childrenQuery), never one per row.
 //
-// Each query returns a property's rows together (ordered by property), so
-// the rows of a kind are appended to one slice for the whole page and each
-// property is given its run of it (see runs), instead of growing a slice per
-// property: a 20-property page has about 110 media rows, 23 agents and 23
-// open homes.
+// The statement returns the rows of the three tables in no order; Go puts
+// each table's rows in the order the contract gives them (agents by
+// position, then id; media by kind, then position; open homes by start,
+// then end: every order total, so no engine could give another) and each
+// property is given its run of one slice per table (see runs), instead of
+// a slice grown per property. A 20-property full list has about 110 media
+// rows, 23 agents and 23 open homes: three statements (three round trips to
+// a server) cost more than sorting them.
 func (s *Store) decorateProperties(ctx context.Context, page []upstream.Property, detail normalize.Detail) error {
 	if len(page) == 0 {
 		return nil
@@ -750,107 +772,20 @@ func (s *Store) decorateProperties(ctx context.Context, page []upstream.Property
 		page[i].Agents = []upstream.AgentRef{}
 	}
 	full := detail == normalize.Full
-	now := s.now()
 	for chunk := range chunks(ids) {
-		// Agents, by position.
-		q := newQuery(s.d)
-		q.add("SELECT pa.property_id, a.id, a.name FROM property_agents pa JOIN agents a ON a.id = pa.agent_id WHERE ",
-			inIDs(q, "pa.property_id", chunk), " ORDER BY pa.property_id, pa.position, a.id")
-		agents := newRuns[upstream.AgentRef](len(chunk) * 2)
-		err := s.each(ctx, "load_property_agents", q, func(rows *sql.Rows) error {
-			var pid int64
-			var a upstream.AgentRef
-			if err := rows.Scan(&pid, &a.ID, textOrEmpty{&a.Name}); err != nil {
-				return err
-			}
-			agents.add(idx[pid], 0, a)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("agents: %w", err)
-		}
-		agents.each(func(i, _ int, as []upstream.AgentRef) { page[i].Agents = join(page[i].Agents, as) })
-
-		// Media: items in full detail, counts otherwise.
-		q = newQuery(s.d)
+		var ch children
+		ch.agents = make([]agentRow, 0, len(chunk)*2)
 		if full {
-			q.add("SELECT m.property_id, m.kind, m.url, m.thumbnail, m.type, m.caption, m.position FROM property_media m WHERE ",
-				inIDs(q, "m.property_id", chunk), " ORDER BY m.property_id, m.kind, m.position")
-			media := newRuns[upstream.Media](len(chunk) * 8)
-			err = s.each(ctx, "load_media", q, func(rows *sql.Rows) error {
-				var pid int64
-				var kind string
-				var m upstream.Media
-				if err := rows.Scan(&pid, &kind, textOrEmpty{&m.URL}, textOrEmpty{&m.Thumbnail}, textOrEmpty{&m.Type}, textOrEmpty{&m.Caption}, &m.Position); err != nil {
-					return err
-				}
-				if k := mediaKind(kind); k >= 0 {
-					media.add(idx[pid], k, m)
-				}
-				return nil
-			})
-			media.each(func(i, kind int, ms []upstream.Media) { // rows of a failed query too: err is returned below
-				p := &page[i]
-				switch kind {
-				case photo:
-					p.Photos = join(p.Photos, ms)
-					p.PhotoCount += len(ms)
-				case virtualTour:
-					p.VirtualTours = join(p.VirtualTours, ms)
-					p.VirtualTourCount += len(ms)
-				case floorplan:
-					p.Floorplans = join(p.Floorplans, ms)
-					p.FloorplanCount += len(ms)
-				}
-			})
-		} else {
-			q.add("SELECT m.property_id, m.kind, count(*) FROM property_media m WHERE ",
-				inIDs(q, "m.property_id", chunk), " GROUP BY m.property_id, m.kind")
-			err = s.each(ctx, "count_media", q, func(rows *sql.Rows) error {
-				var pid int64
-				var kind string
-				var n int
-				if err := rows.Scan(&pid, &kind, &n); err != nil {
-					return err
-				}
-				p := &page[idx[pid]]
-				switch mediaKind(kind) {
-				case photo:
-					p.PhotoCount = n
-				case virtualTour:
-					p.VirtualTourCount = n
-				case floorplan:
-					p.FloorplanCount = n
-				}
-				return nil
-			})
+			ch.media = make([]mediaRow, 0, len(chunk)*8)
+			ch.opens = make([]openHomeRow, 0, len(chunk)*2)
 		}
-		if err != nil {
-			return fmt.Errorf("media: %w", err)
-		}
-
-		if !full {
-			continue
-		}
-		// Open homes that have not ended, by start.
-		q = newQuery(s.d)
-		q.add("SELECT o.property_id, o.starts_at, o.ends_at FROM openhomes o WHERE ",
-			inIDs(q, "o.property_id", chunk), " AND o.ends_at > ", textArg(q, s.d.timeArg(now)),
-			" ORDER BY o.property_id, o.starts_at, o.ends_at")
-		opens := newRuns[upstream.OpenHome](len(chunk) * 2)
-		err = s.each(ctx, "load_openhomes", q, func(rows *sql.Rows) error {
-			var pid int64
-			var start, end nullTime
-			if err := rows.Scan(&pid, &start, &end); err != nil {
-				return err
-			}
-			opens.add(idx[pid], 0, upstream.OpenHome{Start: start.t, End: end.t})
-			return nil
+		err := s.each(ctx, "load_children", s.childrenQuery(chunk, full), func(rows *sql.Rows) error {
+			return ch.scan(rows, idx, full)
 		})
 		if err != nil {
-			return fmt.Errorf("open homes: %w", err)
+			return fmt.Errorf("agents, media and open homes: %w", err)
 		}
-		opens.each(func(i, _ int, os []upstream.OpenHome) { page[i].OpenHomes = join(page[i].OpenHomes, os) })
+		ch.assign(page)
 	}
 	if full {
 		for i := range page {
@@ -860,6 +795,180 @@ func (s *Store) decorateProperties(ctx context.Context, page []upstream.Property
 		}
 	}
 	return nil
+}
+
+// childrenQuery is load_children for the properties ids: a UNION ALL of
+// the open homes that have not ended (when full), the agents and the media
+// (items when full, counts by kind otherwise), each looked up by
+// property (index property_agents, property_media and openhomes primary
+// keys). Its columns, NULL where a table has none:
+//
+//	table (0 agents, 1 media, 2 open homes), property_id,
+//	n1 (agent id, media position or count), n2 (agent position),
+//	kind, name or url, thumbnail, type, caption, starts_at, ends_at
+func (s *Store) childrenQuery(ids []int64, full bool) *query {
+	q := newQuery(s.d)
+	// PostgreSQL types a UNION's columns branch by branch, and two NULLs
+	// make a text column: so the open homes come first (their timestamps
+	// type the last two columns), then the agents (their integers type n2).
+	if full {
+		q.add("SELECT 2, o.property_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, o.starts_at, o.ends_at",
+			" FROM openhomes o WHERE ", inIDs(q, "o.property_id", ids), " AND o.ends_at > ", textArg(q, s.d.timeArg(s.now())),
+			" UNION ALL ")
+	}
+	q.add("SELECT 0, pa.property_id, a.id, pa.position, NULL, a.name, NULL, NULL, NULL, NULL, NULL",
+		" FROM property_agents pa JOIN agents a ON a.id = pa.agent_id WHERE ", inIDs(q, "pa.property_id", ids))
+	if !full {
+		q.add(" UNION ALL SELECT 1, m.property_id, count(*), NULL, m.kind, NULL, NULL, NULL, NULL, NULL, NULL",
+			" FROM property_media m WHERE ", inIDs(q, "m.property_id", ids), " GROUP BY m.property_id, m.kind")
+		return q
+	}
+	q.add(" UNION ALL SELECT 1, m.property_id, m.position, NULL, m.kind, m.url, m.thumbnail, m.type, m.caption, NULL, NULL",
+		" FROM property_media m WHERE ", inIDs(q, "m.property_id", ids))
+	return q
+}
+
+// children are the rows of load_children for a chunk of a page, by table,
+// each with its property's index in the page and its sort keys.
+type children struct {
+	row    childRow
+	dest   []any // of row's fields, in the statement's order
+	agents []agentRow
+	media  []mediaRow
+	counts []mediaRow // of media by kind (full false): Position is the count
+	opens  []openHomeRow
+}
+
+type agentRow struct {
+	owner, position int
+	a               upstream.AgentRef
+}
+
+type mediaRow struct {
+	owner, kind int
+	m           upstream.Media
+}
+
+type openHomeRow struct {
+	owner int
+	o     upstream.OpenHome
+}
+
+// childRow is a row of load_children, scanned into the same variables
+// every row (see propertyScanner).
+type childRow struct {
+	table, pid       int64
+	n1, n2           sql.NullInt64
+	kind, name       string
+	thumbnail, typ   string
+	caption          string
+	startsAt, endsAt nullTime
+}
+
+// scan reads one row of load_children.
+func (c *children) scan(rows *sql.Rows, idx map[int64]int, full bool) error {
+	r := &c.row
+	if c.dest == nil {
+		c.dest = []any{&r.table, &r.pid, &r.n1, &r.n2, textOrEmpty{&r.kind}, textOrEmpty{&r.name},
+			textOrEmpty{&r.thumbnail}, textOrEmpty{&r.typ}, textOrEmpty{&r.caption}, &r.startsAt, &r.endsAt}
+	}
+	if err := rows.Scan(c.dest...); err != nil {
+		return err
+	}
+	owner := idx[r.pid]
+	switch r.table {
+	case 0:
+		c.agents = append(c.agents, agentRow{owner, int(r.n2.Int64), upstream.AgentRef{ID: r.n1.Int64, Name: r.name}})
+	case 1:
+		k := mediaKind(r.kind)
+		if k < 0 { // not listed
+			return nil
+		}
+		m := upstream.Media{URL: r.name, Thumbnail: r.thumbnail, Type: r.typ, Caption: r.caption, Position: int(r.n1.Int64)}
+		if !full {
+			c.counts = append(c.counts, mediaRow{owner, k, m})
+			return nil
+		}
+		c.media = append(c.media, mediaRow{owner, k, m})
+	case 2:
+		c.opens = append(c.opens, openHomeRow{owner, upstream.OpenHome{Start: r.startsAt.t, End: r.endsAt.t}})
+	default:
+		return fmt.Errorf("load_children: table %d", r.table)
+	}
+	return nil
+}
+
+// assign sorts the rows (see decorateProperties) and gives each property
+// its own.
+func (c *children) assign(page []upstream.Property) {
+	slices.SortFunc(c.agents, func(x, y agentRow) int {
+		return cmpKeys(x.owner, y.owner, x.position, y.position, int(cmp.Compare(x.a.ID, y.a.ID)))
+	})
+	agents := newRuns[upstream.AgentRef](len(c.agents))
+	for _, r := range c.agents {
+		agents.add(r.owner, 0, r.a)
+	}
+	agents.each(func(i, _ int, as []upstream.AgentRef) { page[i].Agents = join(page[i].Agents, as) })
+
+	slices.SortFunc(c.media, func(x, y mediaRow) int {
+		return cmpKeys(x.owner, y.owner, x.kind, y.kind, cmp.Compare(x.m.Position, y.m.Position))
+	})
+	media := newRuns[upstream.Media](len(c.media))
+	for _, r := range c.media {
+		media.add(r.owner, r.kind, r.m)
+	}
+	media.each(func(i, kind int, ms []upstream.Media) {
+		p := &page[i]
+		switch kind {
+		case photo:
+			p.Photos = join(p.Photos, ms)
+			p.PhotoCount += len(ms)
+		case virtualTour:
+			p.VirtualTours = join(p.VirtualTours, ms)
+			p.VirtualTourCount += len(ms)
+		case floorplan:
+			p.Floorplans = join(p.Floorplans, ms)
+			p.FloorplanCount += len(ms)
+		}
+	})
+
+	for _, r := range c.counts {
+		p := &page[r.owner]
+		switch r.kind {
+		case photo:
+			p.PhotoCount = r.m.Position
+		case virtualTour:
+			p.VirtualTourCount = r.m.Position
+		case floorplan:
+			p.FloorplanCount = r.m.Position
+		}
+	}
+
+	slices.SortFunc(c.opens, func(x, y openHomeRow) int {
+		if n := cmp.Compare(x.owner, y.owner); n != 0 {
+			return n
+		}
+		if n := x.o.Start.Compare(y.o.Start); n != 0 {
+			return n
+		}
+		return x.o.End.Compare(y.o.End)
+	})
+	opens := newRuns[upstream.OpenHome](len(c.opens))
+	for _, r := range c.opens {
+		opens.add(r.owner, 0, r.o)
+	}
+	opens.each(func(i, _ int, os []upstream.OpenHome) { page[i].OpenHomes = join(page[i].OpenHomes, os) })
+}
+
+// cmpKeys compares (a1, b1) then (a2, b2), then returns last.
+func cmpKeys(a1, b1, a2, b2, last int) int {
+	if n := cmp.Compare(a1, b1); n != 0 {
+		return n
+	}
+	if n := cmp.Compare(a2, b2); n != 0 {
+		return n
+	}
+	return last
 }
 
 // join is have followed by more: more itself when have is empty (no copy).

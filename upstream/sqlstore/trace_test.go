@@ -73,7 +73,7 @@ func TestStatementSpans(t *testing.T) {
 	want := []string{
 		"sql.lookup_tenant", "sql.list_properties", // the street filter matches nothing: no decoration
 		"sql.list_agents", "sql.load_agent_properties",
-		"sql.list_properties", "sql.load_property_agents", "sql.count_media",
+		"sql.list_properties", "sql.load_children",
 	}
 	if !slices.Equal(names, want) {
 		t.Errorf("spans = %q\nwant %q", names, want)
