@@ -107,7 +107,7 @@ func (s *Store) explain(ctx context.Context, sc upstream.Scope, c normalize.Crit
 			q, err = s.geoWalkQuery(tenant, sc.Country, r, s.geoWalkBatch(r), 0)
 		default:
 			name = "geo_candidates"
-			q, err = s.geoCandidatesQuery(tenant, sc.Country, r)
+			q, err = s.geoCandidatesQuery(tenant, sc.Country, r, s.geoWalkBatch(r), 0)
 		}
 	} else {
 		q, err = s.propertyPageQuery(tenant, sc.Country, r)

@@ -25,7 +25,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"listingproxy/config"
 	"listingproxy/normalize"
@@ -81,9 +84,11 @@ func mix(sc scope, perBlockProps, perBlockAgents int) []struct{ name, resource, 
 		{"street name", "properties", "street_name=church%20street"},
 		{"geo 5 km", "properties", fmt.Sprintf("geo[lat]=%g&geo[long]=%g&geo[rad]=5", sc.lat, sc.long)},
 		{"geo 5 km by price", "properties", fmt.Sprintf("geo[lat]=%g&geo[long]=%g&geo[rad]=5&order=price", sc.lat, sc.long)},
-		// The geo index holds price_from but no other order column: the box
-		// ordered by anything else is read from the table (PlanProblems).
+		// A large box in another order: walked in the order's index.
 		{"geo 5 km by last_updated", "properties", fmt.Sprintf("geo[lat]=%g&geo[long]=%g&geo[rad]=5&order=last_updated", sc.lat, sc.long)},
+		// Deep pages of a large box: past the walk's reach, the box is read.
+		{"geo 5 km offset 1000", "properties", fmt.Sprintf("geo[lat]=%g&geo[long]=%g&geo[rad]=5&offset=1000", sc.lat, sc.long)},
+		{"geo 5 km by last_updated offset 1000", "properties", fmt.Sprintf("geo[lat]=%g&geo[long]=%g&geo[rad]=5&order=last_updated&offset=1000", sc.lat, sc.long)},
 		{"agent_id", "properties", fmt.Sprintf("agent_id=%d", agent)},
 		{"agent_id+status", "properties", fmt.Sprintf("agent_id=%d&status=sold", agent)},
 		// 9 agents of about 60 properties each (522 links): looked up by
@@ -111,11 +116,12 @@ func main() {
 }
 
 type result struct {
-	p50, p99 time.Duration
-	rows     int      // the smallest page over the scopes
-	plans    []string // one per scope
-	problems []string // sqlstore.PlanProblems over the scopes' plans
-	dense    bool     // a plan is of the dense agent filter (a bounded per-row walk)
+	p50, p99   time.Duration
+	rows       int      // the smallest page over the scopes
+	plans      []string // one per scope
+	problems   []string // sqlstore.PlanProblems over the scopes' plans
+	dense      bool     // a plan is of the dense agent filter (a bounded per-row walk)
+	statements []string // per scope: the median time of each statement (-statements)
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -128,6 +134,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	properties := fs.Int("properties", 1000000, "total properties the backends were seeded with")
 	agents := fs.Int("agents", 20000, "total agents the backends were seeded with")
 	only := fs.String("only", "", "run only the queries whose name matches this regular expression")
+	stmts := fs.Bool("statements", false, "also print where each query's time goes: the median time of each statement it runs (from the store's spans)")
 	migrate := fs.Bool("migrate", false, "first create the schema's missing indexes (Store.Migrate: new indexes of a newer listingproxy) and analyze")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -150,6 +157,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	backends := strings.Split(*names, ",")
 	kinds := map[string]string{}
 	results := map[string][]result{} // by backend, in mix order
+	loads := map[string]string{}     // by backend: the load average during its run
 	perProps, perAgents := *properties/4, *agents/4
 	keep, err := regexp.Compile(*only)
 	if err != nil {
@@ -171,7 +179,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return fmt.Errorf("no SQL backend %q in %s", name, *cfgPath)
 		}
 		kinds[name] = b.Kind
-		st, err := sqlstore.Open(ctx, sqlstore.Config{Dialect: b.Kind, DSN: b.SQL.DSN, MaxOpenConns: 2})
+		rec := &spanTimes{}
+		st, err := sqlstore.Open(ctx, sqlstore.Config{Dialect: b.Kind, DSN: b.SQL.DSN, MaxOpenConns: 2,
+			TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))})
 		if err != nil {
 			return fmt.Errorf("backend %s: %w", name, err)
 		}
@@ -187,6 +197,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			}
 			fmt.Fprintf(os.Stderr, "%s: migrated and analyzed in %s\n", name, time.Since(start).Round(time.Second))
 		}
+		loadStart := loadAvg()
 		for qi := range queries {
 			var r result
 			var lat []time.Duration
@@ -198,7 +209,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 					return fmt.Errorf("%s: %w", m.name, err)
 				}
 				us := upstream.Scope{Tenant: sc.tenant, Country: sc.country}
+				rec.start(*warmup)
 				l, rows, err := measure(ctx, st, us, c, *warmup, *n)
+				r.statements = append(r.statements, rec.summary())
 				if err != nil {
 					st.Close()
 					return fmt.Errorf("backend %s: %s %s: %w", name, sc.tenant, m.name, err)
@@ -226,14 +239,19 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			fmt.Fprintf(os.Stderr, "%s %-16s p50 %-8s p99 %-8s rows %d\n", name, queries[qi].name, ms(r.p50), ms(r.p99), r.rows)
 		}
 		st.Close()
+		loads[name] = loadStart + " at the start, " + loadAvg() + " at the end"
 	}
 
 	var scopeNames []string
 	for _, sc := range scs {
 		scopeNames = append(scopeNames, sc.tenant+"/"+sc.country)
 	}
-	fmt.Fprintf(out, "%d iterations per query in each of %s after %d warm-up; limit 20, short detail, cache off\n\n",
+	fmt.Fprintf(out, "%d iterations per query in each of %s after %d warm-up; limit 20, short detail, cache off\n",
 		*n, strings.Join(scopeNames, " and "), *warmup)
+	for _, name := range backends {
+		fmt.Fprintf(out, "load average (1, 5, 15 min) during %s: %s\n", name, loads[name])
+	}
+	fmt.Fprintln(out)
 	header := "| query | criteria (" + scopeNames[0] + ") |"
 	rule := "|---|---|"
 	for _, name := range backends {
@@ -256,6 +274,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			line += fmt.Sprintf(" %s | %s%s |", ms(r.p50), ms(r.p99), flag)
 		}
 		fmt.Fprintln(out, line)
+	}
+	if *stmts {
+		for _, name := range backends {
+			fmt.Fprintf(out, "\n## Statements on %s: median time of each (the rest of a call is Go: scanning, rendering nothing)\n\n", name)
+			for i, m := range queries {
+				for j, sum := range results[name][i].statements {
+					fmt.Fprintf(out, "- %s (%s): %s\n", m.name, scopeNames[j], sum)
+				}
+			}
+		}
 	}
 	for _, name := range backends {
 		fmt.Fprintf(out, "\n## Plans on %s (%s)\n", name, kinds[name])
@@ -345,4 +373,66 @@ func shortQuery(q string) string {
 
 func ms(d time.Duration) string {
 	return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000)
+}
+
+// loadAvg is the machine's load average over 1, 5 and 15 minutes
+// (/proc/loadavg), or "unknown": figures taken on a loaded machine are
+// partly time spent waiting for a CPU.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
+}
+
+// spanTimes records the duration of the store's statement spans (one per
+// statement it runs, "sql.<name>") of the timed calls of a query: the
+// first skip spans of each name after start are the warm-up's.
+type spanTimes struct {
+	mu    sync.Mutex
+	skip  int
+	seen  map[string]int
+	times map[string][]time.Duration
+	order []string
+}
+
+func (t *spanTimes) start(warmup int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.skip, t.seen, t.times, t.order = warmup, map[string]int{}, map[string][]time.Duration{}, nil
+}
+
+func (t *spanTimes) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (t *spanTimes) Shutdown(context.Context) error                  { return nil }
+func (t *spanTimes) ForceFlush(context.Context) error                { return nil }
+
+func (t *spanTimes) OnEnd(s sdktrace.ReadOnlySpan) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	name := strings.TrimPrefix(s.Name(), "sql.")
+	if t.seen == nil {
+		return
+	}
+	t.seen[name]++
+	if t.seen[name] <= t.skip {
+		return
+	}
+	if _, ok := t.times[name]; !ok {
+		t.order = append(t.order, name)
+	}
+	t.times[name] = append(t.times[name], s.EndTime().Sub(s.StartTime()))
+}
+
+// summary is "name median (runs), ..." for the statements seen since start.
+func (t *spanTimes) summary() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var parts []string
+	for _, name := range t.order {
+		d := slices.Clone(t.times[name])
+		slices.Sort(d)
+		parts = append(parts, fmt.Sprintf("%s %s (%d)", name, ms(d[(len(d)-1)/2]), len(d)))
+	}
+	return strings.Join(parts, ", ")
 }
