@@ -28,7 +28,7 @@ const deepPageNote = "deep page"
 // bounding-box candidates. PostgreSQL: EXPLAIN (ANALYZE, COSTS OFF), which
 // runs the statement; MySQL: EXPLAIN, one line per table; SQLite: EXPLAIN
 // QUERY PLAN. An agent_id filter first runs the statements of
-// resolveAgents, and a geo search its geo_probe (see geoPage): their plans
+// resolveAgents, and a geo search its geo_count and geo_probe (see geoPage): their plans
 // come first, each under a line "statement NAME:", then "statement
 // list_properties:" (or geo_walk, geo_candidates) and the main plan; a
 // statement that does not run for the request has no plan. When the
@@ -86,14 +86,21 @@ func (s *Store) explain(ctx context.Context, sc upstream.Scope, c normalize.Crit
 	var q *query
 	name := "list_properties"
 	if g := r.filter.Geo; g != nil {
-		plan, err := s.explainQuery(ctx, s.geoProbeQuery(tenant, sc.Country, r))
+		plan, err := s.explainQuery(ctx, s.geoCountQuery(tenant, sc.Country, r))
 		if err != nil {
 			return "", err
 		}
-		b.WriteString("statement geo_probe:\n" + plan)
+		b.WriteString("statement geo_count:\n" + plan)
 		gp, hits, err := s.geoProbeRun(ctx, tenant, sc.Country, r, *g)
 		if err != nil {
 			return "", err
+		}
+		if gp == geoSmallBox {
+			plan, err := s.explainQuery(ctx, s.geoProbeQuery(tenant, sc.Country, r))
+			if err != nil {
+				return "", err
+			}
+			b.WriteString("statement geo_probe:\n" + plan)
 		}
 		switch gp {
 		case geoSmallBox:

@@ -35,9 +35,10 @@ func TestExplainSQLite(t *testing.T) {
 }
 
 // TestGeoPlansSQLite checks the statements and plans of a geo search on
-// SQLite (see geoPage): the probe reads the bounding box from the geo index
-// alone; a small box is then looked up by id in any order; a large one
-// (the probe's bound lowered, as at a million properties) is walked in the
+// SQLite (see geoPage): the count and the probe read the bounding box from
+// the geo index alone; a small box is then looked up by id in any order; a
+// large one (counted past the probe's bound, lowered as at a million
+// properties) is not fetched, but walked in the
 // order column's index for a shallow page, in any order, and read whole
 // for a deep one; every statement reads indexes alone (the order indexes
 // hold latitude and longitude). A geo walk that reads the table is
@@ -52,18 +53,18 @@ func TestGeoPlansSQLite(t *testing.T) {
 		statements []string
 		problem    string // the prefix of the one problem reported
 	}{
-		{geo, defaultGeoProbe, []string{"geo_probe"}, ""},
-		{geo + "&order=suburb", defaultGeoProbe, []string{"geo_probe", "list_properties"}, ""},
-		{geo + "&order=last_updated&offset=40", defaultGeoProbe, []string{"geo_probe", "list_properties"}, ""},
+		{geo, defaultGeoProbe, []string{"geo_count", "geo_probe"}, ""},
+		{geo + "&order=suburb", defaultGeoProbe, []string{"geo_count", "geo_probe", "list_properties"}, ""},
+		{geo + "&order=last_updated&offset=40", defaultGeoProbe, []string{"geo_count", "geo_probe", "list_properties"}, ""},
 		// The status index holds latitude and longitude too.
-		{geo + "&status=current&order=bedrooms", defaultGeoProbe, []string{"geo_probe", "list_properties"}, ""},
-		{geo, 2, []string{"geo_probe", "geo_walk"}, ""},
-		{geo + "&order=price", 2, []string{"geo_probe", "geo_walk"}, ""},
-		{geo + "&order=suburb", 2, []string{"geo_probe", "geo_walk"}, ""},
-		{geo + "&order=last_updated&offset=40", 2, []string{"geo_probe", "geo_walk"}, ""},
-		{geo + "&offset=300", 2, []string{"geo_probe", "geo_candidates"}, ""},
-		{geo + "&order=price&offset=300", 2, []string{"geo_probe", "geo_candidates"}, ""},
-		{geo + "&order=suburb&offset=300", 2, []string{"geo_probe", "geo_candidates"}, ""},
+		{geo + "&status=current&order=bedrooms", defaultGeoProbe, []string{"geo_count", "geo_probe", "list_properties"}, ""},
+		{geo, 2, []string{"geo_count", "geo_walk"}, ""},
+		{geo + "&order=price", 2, []string{"geo_count", "geo_walk"}, ""},
+		{geo + "&order=suburb", 2, []string{"geo_count", "geo_walk"}, ""},
+		{geo + "&order=last_updated&offset=40", 2, []string{"geo_count", "geo_walk"}, ""},
+		{geo + "&offset=300", 2, []string{"geo_count", "geo_candidates"}, ""},
+		{geo + "&order=price&offset=300", 2, []string{"geo_count", "geo_candidates"}, ""},
+		{geo + "&order=suburb&offset=300", 2, []string{"geo_count", "geo_candidates"}, ""},
 	} {
 		t.Run(fmt.Sprintf("%s probe %d", tc.query, tc.probe), func(t *testing.T) {
 			defer func(n int) { st.geoProbe = n }(st.geoProbe)
@@ -121,8 +122,8 @@ func TestAgentFilterPlansSQLite(t *testing.T) {
 	}{
 		{"one agent", own[0], []string{"agent_properties", "list_properties"}},
 		{"one agent by price, deep", own[0] + "&order=price&offset=200", []string{"agent_properties", "list_properties"}},
-		{"one agent geo", own[0] + "&geo[lat]=-33.89&geo[long]=151.27&geo[rad]=50", []string{"agent_properties", "geo_probe"}},
-		{"one agent geo by suburb", own[0] + "&geo[lat]=-33.89&geo[long]=151.27&geo[rad]=50&order=suburb", []string{"agent_properties", "geo_probe", "list_properties"}},
+		{"one agent geo", own[0] + "&geo[lat]=-33.89&geo[long]=151.27&geo[rad]=50", []string{"agent_properties", "geo_count", "geo_probe"}},
+		{"one agent geo by suburb", own[0] + "&geo[lat]=-33.89&geo[long]=151.27&geo[rad]=50&order=suburb", []string{"agent_properties", "geo_count", "geo_probe", "list_properties"}},
 		{"another tenant's agents", strings.Join(foreign, "&"), []string{"agent_properties"}},
 		{"unknown agents", "agent_id[]=999998&agent_id[]=999999", []string{"agent_properties"}},
 	} {

@@ -272,10 +272,24 @@ const defaultGeoProbe = 2000
 // x S/B rows, costs more than reading the whole box.
 const geoWalkMax = deepOffset
 
-// geoProbeQuery is the first statement of a geo search: at most
-// s.geoProbe+1 ids and positions of the bounding box that pass the
-// filters, in no order (the geo index alone, index-only, when geo is the
-// only filter).
+// geoCountQuery is the first statement of a geo search: the number of
+// candidates of the bounding box that pass the filters, counted up to
+// s.geoProbe+1 (the geo index alone, index-only, when geo is the only
+// filter). A large box is told from a small one without its 2,001 rows
+// crossing to Go: fetching them took most of a first page's time (4-8
+// ms on PostgreSQL, 11-21 ms on MariaDB on the loaded machine, for 0.9
+// ms of execution).
+func (s *Store) geoCountQuery(tenant int64, country string, r propertyRequest) *query {
+	q := newQuery(s.d)
+	q.add("SELECT count(*) FROM (SELECT p.id FROM ", s.pageFrom(r))
+	q.where(s.propertyConds(q, tenant, country, r))
+	q.add(" LIMIT ", q.arg(s.geoProbe+1), ") c")
+	return q
+}
+
+// geoProbeQuery is the statement of a geo search whose box holds at most
+// s.geoProbe candidates (geoCountQuery): their ids and positions (at most
+// s.geoProbe+1, should rows have come since the count), in no order.
 func (s *Store) geoProbeQuery(tenant int64, country string, r propertyRequest) *query {
 	q := newQuery(s.d)
 	q.add("SELECT p.id, p.latitude, p.longitude FROM ", s.pageFrom(r))
@@ -462,13 +476,13 @@ const (
 // latitude and longitude, which no B-tree index reads in the order of a
 // page: the geo index (tenant_id, country, latitude, longitude, price_from)
 // reads the box in latitude order; the order column's index reads the scope
-// in page order. So a first statement, geo_probe, reads at most
-// s.geoProbe+1 candidates of the box (with the other filters) in no order,
-// and then:
+// in page order. So a first statement, geo_count, counts the candidates of
+// the box (with the other filters) up to s.geoProbe+1, and then:
 //
 //   - at most s.geoProbe (a small radius, a sparse area, a selective
-//     filter, or an agent_id filter resolved to a few properties): they are
-//     all the candidates. Go keeps those within the radius; by id it sorts
+//     filter, or an agent_id filter resolved to a few properties):
+//     geo_probe reads them all, in no order. Go keeps those within the
+//     radius; by id it sorts
 //     and cuts the page itself, otherwise the page statement looks them up
 //     by id (p.id IN (...)) in the requested order, as for agent_id.
 //   - more, for a page within the first geoWalkMax hits: geo_walk walks the
@@ -516,9 +530,32 @@ func (s *Store) geoPage(ctx context.Context, tenant int64, country string, r pro
 	return s.loadProperties(ctx, ids)
 }
 
-// geoProbeRun runs geo_probe (see geoPage) and returns the plan it chooses,
-// with the ids within the radius when the probe read every candidate.
+// geoProbeRun runs geo_count, then geo_probe for a small box (see
+// geoPage), and returns the plan it chooses, with the ids within the
+// radius when the probe read every candidate.
 func (s *Store) geoProbeRun(ctx context.Context, tenant int64, country string, r propertyRequest, g normalize.Geo) (geoPlan, []int64, error) {
+	n := 0
+	err := s.each(ctx, "geo_count", s.geoCountQuery(tenant, country, r), func(rows *sql.Rows) error {
+		return rows.Scan(&n)
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	if n <= s.geoProbe {
+		var hits []int64
+		if n, hits, err = s.geoProbeRows(ctx, tenant, country, r, g); err != nil || n <= s.geoProbe {
+			return geoSmallBox, hits, err
+		}
+	}
+	if r.offset+r.limit <= geoWalkMax && r.offset+r.limit > 0 {
+		return geoWalk, nil, nil
+	}
+	return geoWholeBox, nil, nil
+}
+
+// geoProbeRows runs geo_probe: the number of candidates it read, and the
+// ids of those within the radius.
+func (s *Store) geoProbeRows(ctx context.Context, tenant int64, country string, r propertyRequest, g normalize.Geo) (int, []int64, error) {
 	var hits []int64
 	n := 0
 	err := s.each(ctx, "geo_probe", s.geoProbeQuery(tenant, country, r), func(rows *sql.Rows) error {
@@ -533,15 +570,7 @@ func (s *Store) geoProbeRun(ctx context.Context, tenant int64, country string, r
 		}
 		return nil
 	})
-	switch {
-	case err != nil:
-		return 0, nil, err
-	case n <= s.geoProbe:
-		return geoSmallBox, hits, nil
-	case r.offset+r.limit <= geoWalkMax && r.offset+r.limit > 0:
-		return geoWalk, nil, nil
-	}
-	return geoWholeBox, nil, nil
+	return n, hits, err
 }
 
 // geoSmallBoxQuery is the page statement of a geo search whose probe read
