@@ -44,14 +44,17 @@ type Entry struct {
 	Meta any
 }
 
-// GzipLevel is the compression level of an entry's gzip form. Level 2
-// compresses the demo's 40-45 KB full lists about three times faster than
-// gzip's default (6), about 120 µs against 340-425 µs, for a form 16-18%
-// larger (5.5 KB against 4.8 KB): compression was a quarter of a miss's CPU
-// and the stored form is made once per fill, while the extra kilobyte a gzip
+// GzipLevel is the compression level of an entry's gzip form. Level 1
+// (compress/flate's BestSpeed, a simpler matcher that also does not clear
+// 640 KB of hash tables per Reset as levels 2-9 do) compresses the demo's
+// 40-45 KB full lists in 0.73 of level 2's CPU (323 against 444 µs on a
+// loaded machine, interleaved) for a form 18% larger (16.3% of the body
+// against 13.8%, about 7.3 KB against 6.2 KB); level 2 was already three
+// times cheaper than gzip's default (6). Compression is a quarter of a
+// miss's CPU and is made once per fill, while the extra kilobyte a gzip
 // hit sends costs it well under a microsecond (docs/performance.md,
 // "Misses").
-const GzipLevel = 2
+const GzipLevel = 1
 
 // gzipWriters recycles gzip writers between fills: a new writer at the
 // default level allocates and clears about 800 KB of compressor state,
