@@ -56,12 +56,21 @@ type Entry struct {
 // "Misses").
 const GzipLevel = 1
 
-// gzipWriters recycles gzip writers between fills: a new writer at the
-// default level allocates and clears about 800 KB of compressor state,
-// which cost more CPU than compressing a 45 KB body (docs/performance.md,
-// "Misses"). A pool rather than a field because NewEntry is a function of
-// its arguments, like the recorders' pool in telemetry.
-var gzipWriters sync.Pool
+// gzipWriters recycles gzip writers, with the buffer each writes to,
+// between fills: a new writer allocates and clears hundreds of KB of
+// compressor state, which cost more CPU than compressing a 45 KB body
+// (docs/performance.md, "Misses"); the entry keeps an exactly sized copy
+// of the buffer. A pool rather than a field because NewEntry is a function
+// of its arguments, like the recorders' pool in telemetry.
+var gzipWriters sync.Pool // of *gzipWriter
+
+type gzipWriter struct {
+	buf bytes.Buffer
+	zw  *gzip.Writer
+}
+
+// maxPooledGzip bounds the buffer a pooled gzip writer keeps.
+const maxPooledGzip = 256 << 10
 
 // NewEntry builds an Entry, computing its ETag and gzip form once.
 func NewEntry(body []byte, contentType string, negative bool, now time.Time) *Entry {
@@ -78,22 +87,24 @@ func NewEntry(body []byte, contentType string, negative bool, now time.Time) *En
 		StoredAt:    now,
 	}
 	if len(body) >= MinGzipSize {
-		var buf bytes.Buffer
-		buf.Grow(len(body) / 3)
-		zw, _ := gzipWriters.Get().(*gzip.Writer)
-		if zw == nil {
-			zw, _ = gzip.NewWriterLevel(&buf, GzipLevel) // a valid level: no error
+		w, _ := gzipWriters.Get().(*gzipWriter)
+		if w == nil {
+			w = &gzipWriter{}
+			w.zw, _ = gzip.NewWriterLevel(&w.buf, GzipLevel) // a valid level: no error
 		} else {
-			zw.Reset(&buf)
+			w.buf.Reset()
+			w.zw.Reset(&w.buf)
 		}
 		// Writes to a bytes.Buffer cannot fail.
-		_, _ = zw.Write(body)
-		_ = zw.Close()
-		zw.Reset(nil) // drop buf
-		gzipWriters.Put(zw)
-		if buf.Len() < len(body) {
-			e.Gzip = bytes.Clone(buf.Bytes())
+		_, _ = w.zw.Write(body)
+		_ = w.zw.Close()
+		if w.buf.Len() < len(body) {
+			e.Gzip = bytes.Clone(w.buf.Bytes())
 		}
+		if w.buf.Cap() > maxPooledGzip {
+			w.buf = bytes.Buffer{} // do not keep a huge body's buffer
+		}
+		gzipWriters.Put(w)
 	}
 	return e
 }
