@@ -14,10 +14,13 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"listingproxy/cache"
@@ -44,6 +47,9 @@ type Options struct {
 	// Tenants and Resources are the names a purge accepts.
 	Tenants   []string
 	Resources []string
+	// Targets turns a purge's url and entity ids into cache tags (a
+	// *proxy.Server). Nil: purges by url and entity answer 400.
+	Targets PurgeTargets
 	// Purged is told of every purge made (metrics, recent events). Nil:
 	// nothing.
 	Purged func(telemetry.Purge)
@@ -61,6 +67,18 @@ type Options struct {
 // record it for the fleet.
 type Purger interface {
 	PurgeContext(ctx context.Context, p cache.Purge) error
+}
+
+// PurgeTargets turns what a purge names into cache tags
+// (proxy.Server.URLTag and EntityTag).
+type PurgeTargets interface {
+	// URLTag returns the tag of a request path with its query, of
+	// tenant, canonicalised as a request would be; its error says what is
+	// wrong with the URL.
+	URLTag(tenant, target string) (cache.Tag, error)
+	// EntityTag returns the tag of every body holding the entity: kind
+	// is "property" or "agent".
+	EntityTag(kind string, id int64) cache.Tag
 }
 
 // BreakerStates lists every breaker's state (breaker.Registry.States).
@@ -110,53 +128,129 @@ func New(o Options) http.Handler {
 	return mux
 }
 
-// purgeHandler purges a tenant's cached bodies: POST /cache/purge?tenant=T
-// [&resource=properties|property|agents|agent][&mode=soft|hard]. The default
-// mode is soft, as for change notifications: the next request refreshes, and
-// the old body is served only when that refresh fails (stale_if_error), so a
-// purge during a backend outage does not blank the tenant; hard is for a
-// body that must never be served again.
+// purgeHandler purges cached bodies of a tenant: POST /cache/purge?tenant=T
+// and at most one of resource=properties|property|agents|agent (one
+// resource), url=PATH?QUERY (one request's bodies for every permission
+// level and both formats; its own query percent-encoded), property=ID or
+// agent=ID (an entity: every body that holds it, lists included; the
+// parameter may repeat), and mode=soft|hard. The default mode is soft, as
+// for change notifications: the next request refreshes, and the old body
+// is served only when that refresh fails (stale_if_error), so a purge
+// during a backend outage does not blank the tenant; hard is for a body
+// that must never be served again.
 func (o Options) purgeHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if o.Purger == nil {
 			http.Error(w, "cache is disabled", http.StatusConflict)
 			return
 		}
-		tenant, resource := r.URL.Query().Get("tenant"), r.URL.Query().Get("resource")
-		if !slices.Contains(o.Tenants, tenant) {
-			http.Error(w, fmt.Sprintf("unknown tenant %q", tenant), http.StatusBadRequest)
-			return
-		}
-		if resource != "" && !slices.Contains(o.Resources, resource) {
-			http.Error(w, fmt.Sprintf("unknown resource %q (want %s)", resource, strings.Join(o.Resources, ", ")), http.StatusBadRequest)
-			return
-		}
-		mode := cache.Soft
-		switch m := r.URL.Query().Get("mode"); m {
-		case "", "soft":
-		case "hard":
-			mode = cache.Hard
-		default:
-			http.Error(w, fmt.Sprintf("unknown mode %q (want soft, the default, or hard)", m), http.StatusBadRequest)
+		req, err := o.purgeRequest(r.URL.RawQuery)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
 		// With cache.shared the purge reaches every replica; when Redis
 		// cannot record it, it applied here only: 503, so that the
 		// operator (or their script) retries.
-		fleetErr := o.Purger.PurgeContext(r.Context(), cache.Purge{Tenant: tenant, Resource: resource, Mode: mode})
-		kind := "tenant"
-		if resource != "" {
-			kind = "resource"
-		}
+		fleetErr := o.Purger.PurgeContext(r.Context(), req.purge)
 		if o.Purged != nil {
-			o.Purged(telemetry.Purge{Source: "admin", Kind: kind, Mode: mode.String(), Tenant: tenant, Target: resource})
+			o.Purged(telemetry.Purge{Source: "admin", Kind: req.kind, Mode: req.purge.Mode.String(), Tenant: req.purge.Tenant, Target: req.target})
 		}
 		if fleetErr != nil {
-			http.Error(w, fmt.Sprintf("purged tenant=%s resource=%s mode=%s on this replica only: the shared tier could not record it for the fleet (%v); retry", tenant, orAll(resource), mode, fleetErr), http.StatusServiceUnavailable)
+			http.Error(w, fmt.Sprintf("purged %s on this replica only: the shared tier could not record it for the fleet (%v); retry", req, fleetErr), http.StatusServiceUnavailable)
 			return
 		}
-		fmt.Fprintf(w, "purged tenant=%s resource=%s mode=%s\n", tenant, orAll(resource), mode)
+		fmt.Fprintf(w, "purged %s\n", req)
 	})
+}
+
+// purgeRequest is a checked purge: what to purge, and its kind and target
+// for events and answers.
+type purgeRequest struct {
+	purge        cache.Purge
+	kind, target string
+	what         string // "resource=…", "url=…", "property=…"
+}
+
+func (p purgeRequest) String() string {
+	return fmt.Sprintf("tenant=%s %s mode=%s", p.purge.Tenant, p.what, p.purge.Mode)
+}
+
+// purgeParams are the parameters POST /cache/purge takes.
+var purgeParams = []string{"tenant", "resource", "url", "property", "agent", "mode"}
+
+// purgeRequest checks a purge's query; its error is the 400's message.
+func (o Options) purgeRequest(raw string) (purgeRequest, error) {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return purgeRequest{}, fmt.Errorf("malformed query: %v", err)
+	}
+	if q.Get("resource") == "" {
+		q.Del("resource") // resource= names every resource, as before
+	}
+	for name, vs := range q {
+		switch {
+		case !slices.Contains(purgeParams, name):
+			return purgeRequest{}, fmt.Errorf("unknown parameter %q (want %s; percent-encode the query of a url, e.g. curl --data-urlencode)", name, strings.Join(purgeParams, ", "))
+		case len(vs) > 1 && name != "property" && name != "agent":
+			return purgeRequest{}, fmt.Errorf("parameter %q given %d times (want once)", name, len(vs))
+		}
+	}
+	tenant := q.Get("tenant")
+	if !slices.Contains(o.Tenants, tenant) {
+		return purgeRequest{}, fmt.Errorf("unknown tenant %q", tenant)
+	}
+	var named []string
+	for _, n := range purgeParams[1:5] {
+		if q.Has(n) {
+			named = append(named, n)
+		}
+	}
+	if len(named) > 1 {
+		return purgeRequest{}, fmt.Errorf("give at most one of resource, url, property and agent (got %s)", strings.Join(named, " and "))
+	}
+	req := purgeRequest{purge: cache.Purge{Tenant: tenant}, kind: "tenant", what: "resource=all"}
+	switch m := q.Get("mode"); m {
+	case "", "soft":
+	case "hard":
+		req.purge.Mode = cache.Hard
+	default:
+		return purgeRequest{}, fmt.Errorf("unknown mode %q (want soft, the default, or hard)", m)
+	}
+	switch {
+	case q.Has("resource"):
+		resource := q.Get("resource")
+		if !slices.Contains(o.Resources, resource) {
+			return purgeRequest{}, fmt.Errorf("unknown resource %q (want %s)", resource, strings.Join(o.Resources, ", "))
+		}
+		req.purge.Resource, req.kind, req.target, req.what = resource, "resource", resource, "resource="+resource
+	case q.Has("url"):
+		if o.Targets == nil {
+			return purgeRequest{}, errors.New("purges by url are not available here")
+		}
+		u := q.Get("url")
+		tag, err := o.Targets.URLTag(tenant, u)
+		if err != nil {
+			return purgeRequest{}, err
+		}
+		req.purge.Tags, req.kind, req.target, req.what = []cache.Tag{tag}, "url", u, "url="+u
+	case q.Has("property") || q.Has("agent"):
+		if o.Targets == nil {
+			return purgeRequest{}, errors.New("purges by entity are not available here")
+		}
+		kind := named[0]
+		var ids []string
+		for _, v := range q[kind] {
+			id, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || id <= 0 {
+				return purgeRequest{}, fmt.Errorf("%s id %q is not a positive whole number", kind, v)
+			}
+			req.purge.Tags = append(req.purge.Tags, o.Targets.EntityTag(kind, id))
+			ids = append(ids, strconv.FormatInt(id, 10))
+		}
+		req.kind, req.target, req.what = "entity", kind+" "+strings.Join(ids, ","), kind+"="+strings.Join(ids, ",")
+	}
+	return req, nil
 }
 
 func orAll(s string) string {

@@ -206,3 +206,62 @@ func TestBackends(t *testing.T) {
 		t.Errorf("/backends (-want +got):\n%s", diff)
 	}
 }
+
+// fakeTargets tags a url by its text and an entity by kind and id.
+type fakeTargets struct{}
+
+func (fakeTargets) URLTag(tenant, target string) (cache.Tag, error) {
+	if !strings.HasPrefix(target, "/") {
+		return 0, errors.New("url " + target + " is not a request path")
+	}
+	return cache.NewTag(target), nil
+}
+
+func (fakeTargets) EntityTag(kind string, id int64) cache.Tag { return cache.IDTag(kind, id) }
+
+func TestPurgeByURLAndEntity(t *testing.T) {
+	t.Parallel()
+	p := &fakePurger{}
+	var events []telemetry.Purge
+	do := serve(t, admin.Options{
+		Purger: p, Tenants: []string{"harbour"}, Resources: []string{"properties"}, Targets: fakeTargets{},
+		Purged: func(e telemetry.Purge) { events = append(events, e) },
+	})
+	for _, tc := range []struct {
+		query  string
+		status int
+		body   string
+	}{
+		{"tenant=harbour&url=%2Fau%2Fproperties.xml%3Fstatus%3Dcurrent", 200, "purged tenant=harbour url=/au/properties.xml?status=current mode=soft"},
+		{"tenant=harbour&property=7&property=8&mode=hard", 200, "purged tenant=harbour property=7,8 mode=hard"},
+		{"tenant=harbour&agent=3", 200, "purged tenant=harbour agent=3 mode=soft"},
+		{"tenant=harbour&resource=", 200, "purged tenant=harbour resource=all mode=soft"},
+		{"tenant=harbour&url=au", 400, "url au is not a request path"},
+		{"tenant=harbour&agent=0", 400, `agent id "0" is not a positive whole number`},
+		{"tenant=harbour&resource=properties&agent=1", 400, "give at most one of resource, url, property and agent (got resource and agent)"},
+		{"tenant=harbour&tenant=summit", 400, `parameter "tenant" given 2 times (want once)`},
+		{"tenant=harbour&ids=1", 400, `unknown parameter "ids" (want tenant, resource, url, property, agent, mode; percent-encode the query of a url, e.g. curl --data-urlencode)`},
+	} {
+		if status, body := do("POST", "/cache/purge?"+tc.query, true); status != tc.status || body != tc.body {
+			t.Errorf("%s: %d %q, want %d %q", tc.query, status, body, tc.status, tc.body)
+		}
+	}
+	want := []cache.Purge{
+		{Tenant: "harbour", Tags: []cache.Tag{cache.NewTag("/au/properties.xml?status=current")}},
+		{Tenant: "harbour", Tags: []cache.Tag{cache.IDTag("property", 7), cache.IDTag("property", 8)}, Mode: cache.Hard},
+		{Tenant: "harbour", Tags: []cache.Tag{cache.IDTag("agent", 3)}},
+		{Tenant: "harbour"},
+	}
+	if diff := cmp.Diff(want, p.got); diff != "" {
+		t.Errorf("purges (-want +got):\n%s", diff)
+	}
+	wantEvents := []telemetry.Purge{
+		{Source: "admin", Kind: "url", Mode: "soft", Tenant: "harbour", Target: "/au/properties.xml?status=current"},
+		{Source: "admin", Kind: "entity", Mode: "hard", Tenant: "harbour", Target: "property 7,8"},
+		{Source: "admin", Kind: "entity", Mode: "soft", Tenant: "harbour", Target: "agent 3"},
+		{Source: "admin", Kind: "tenant", Mode: "soft", Tenant: "harbour"},
+	}
+	if diff := cmp.Diff(wantEvents, events); diff != "" {
+		t.Errorf("purge events (-want +got):\n%s", diff)
+	}
+}

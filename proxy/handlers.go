@@ -29,8 +29,13 @@ const (
 // loader fetches and renders one response body. negative marks an answer
 // that is an error body (not found, criteria rejected by the backend).
 // storedAt is when the data behind the body was fetched (zero: now); a
-// body rendered from a shared fetch carries the fetch's time.
-type loader func(ctx context.Context) (body []byte, negative bool, storedAt time.Time, err error)
+// body rendered from a shared fetch carries the fetch's time. tags name the
+// entities the body holds (see tagsOf), for purges by entity.
+type loader func(ctx context.Context) (body []byte, negative bool, storedAt time.Time, tags []cache.Tag, err error)
+
+// tagsOf appends the tags of the entities an item's document holds: its
+// own and those it embeds (propertyTags, agentTags).
+type tagsOf[T any] func(dst []cache.Tag, item *T) []cache.Tag
 
 // listEndpoint makes the handler of a list resource: canonical criteria (or
 // the spec's error list), then the cache, filled by one backend call whose
@@ -38,7 +43,7 @@ type loader func(ctx context.Context) (body []byte, negative bool, storedAt time
 func listEndpoint[T any](s *Server, res normalize.Resource, name string,
 	parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors),
 	list func(upstream.Backend, context.Context, upstream.Scope, normalize.Criteria) ([]T, error),
-	appendList func([]byte, wire.Format, []T, wire.Options) []byte,
+	appendList func([]byte, wire.Format, []T, wire.Options) []byte, tags tagsOf[T],
 ) apiHandler {
 	return func(w http.ResponseWriter, r request) (string, error) {
 		c, err := s.criteria(&r, res, parse)
@@ -49,7 +54,7 @@ func listEndpoint[T any](s *Server, res normalize.Resource, name string,
 		if outcome, ok := s.answerFresh(w, &r, k); ok {
 			return outcome, nil
 		}
-		return fillList(s, w, r, k, c, list, appendList)
+		return fillList(s, w, r, k, c, list, appendList, tags)
 	}
 }
 
@@ -58,7 +63,7 @@ func listEndpoint[T any](s *Server, res normalize.Resource, name string,
 // heap (its loader closures keep it).
 func fillList[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, c *normalize.Criteria,
 	list func(upstream.Backend, context.Context, upstream.Scope, normalize.Criteria) ([]T, error),
-	appendList func([]byte, wire.Format, []T, wire.Options) []byte,
+	appendList func([]byte, wire.Format, []T, wire.Options) []byte, tags tagsOf[T],
 ) (string, error) {
 	t, f, o := r.who.tenant, r.format, s.renderOptions(&r, c.Detail())
 	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
@@ -70,16 +75,23 @@ func fillList[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, c
 		}
 		return items, err
 	}
-	err := s.serve(w, &r, k, func(ctx context.Context) ([]byte, bool, time.Time, error) {
+	listTags := func(items []T) []cache.Tag {
+		var ts []cache.Tag
+		for i := range items {
+			ts = tags(ts, &items[i])
+		}
+		return ts
+	}
+	err := s.serve(w, &r, k, func(ctx context.Context) ([]byte, bool, time.Time, []cache.Tag, error) {
 		if t.ShareFetch && s.cache != nil {
-			return sharedFetch(s, ctx, &r, k, msgNotFound, func(ctx context.Context) ([]byte, error) {
+			return sharedFetch(s, ctx, &r, k, msgNotFound, func(ctx context.Context) ([]byte, []cache.Tag, error) {
 				items, err := fetch(ctx)
 				if err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				return render(func(dst []byte) []byte {
 					return appendList(dst, wire.XML, items, wire.SourceOptions(c.Detail(), r.loc))
-				}), nil
+				}), listTags(items), nil
 			}, func(src []byte) ([]byte, error) {
 				items, err := wire.ReadSourceList[T](src, r.loc, c.Detail() == normalize.Full)
 				if err != nil {
@@ -91,18 +103,19 @@ func fillList[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, c
 		items, err := fetch(ctx)
 		if err != nil {
 			body, neg, err := answerOrFail(f, err, msgNotFound)
-			return body, neg, time.Time{}, err
+			return body, neg, time.Time{}, nil, err
 		}
-		return render(func(dst []byte) []byte { return appendList(dst, f, items, o) }), false, time.Time{}, nil
+		return render(func(dst []byte) []byte { return appendList(dst, f, items, o) }), false, time.Time{}, listTags(items), nil
 	})
 	return r.cache, err
 }
 
 // singleEndpoint makes the handler of a single resource (always full
-// detail); label names the resource in the not-found message.
+// detail); label names the resource in the not-found message, idTag is
+// the tag of the id asked for (a not-found answer carries it too).
 func singleEndpoint[T any](s *Server, name, label string,
 	get func(upstream.Backend, context.Context, upstream.Scope, int64) (T, error),
-	appendOne func([]byte, wire.Format, *T, wire.Options) []byte,
+	appendOne func([]byte, wire.Format, *T, wire.Options) []byte, idTag func(int64) cache.Tag, tags tagsOf[T],
 ) apiHandler {
 	return func(w http.ResponseWriter, r request) (string, error) {
 		id, err := s.singleID(&r)
@@ -114,7 +127,7 @@ func singleEndpoint[T any](s *Server, name, label string,
 		if outcome, ok := s.answerFresh(w, &r, k); ok {
 			return outcome, nil
 		}
-		return fillOne(s, w, r, k, id, label+" with ID "+sid+" not found", get, appendOne)
+		return fillOne(s, w, r, k, id, label+" with ID "+sid+" not found", get, appendOne, idTag, tags)
 	}
 }
 
@@ -122,20 +135,20 @@ func singleEndpoint[T any](s *Server, name, label string,
 // fresh (see fillList); notFound is the body's message for a missing id.
 func fillOne[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, id int64, notFound string,
 	get func(upstream.Backend, context.Context, upstream.Scope, int64) (T, error),
-	appendOne func([]byte, wire.Format, *T, wire.Options) []byte,
+	appendOne func([]byte, wire.Format, *T, wire.Options) []byte, idTag func(int64) cache.Tag, tags tagsOf[T],
 ) (string, error) {
 	t, f, o := r.who.tenant, r.format, s.renderOptions(&r, normalize.Full)
 	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
-	err := s.serve(w, &r, k, func(ctx context.Context) ([]byte, bool, time.Time, error) {
+	err := s.serve(w, &r, k, func(ctx context.Context) ([]byte, bool, time.Time, []cache.Tag, error) {
 		if t.ShareFetch && s.cache != nil {
-			return sharedFetch(s, ctx, &r, k, notFound, func(ctx context.Context) ([]byte, error) {
+			return sharedFetch(s, ctx, &r, k, notFound, func(ctx context.Context) ([]byte, []cache.Tag, error) {
 				item, err := get(t.Backend, ctx, scope, id)
 				if err != nil {
-					return nil, err
+					return nil, []cache.Tag{idTag(id)}, err
 				}
 				return render(func(dst []byte) []byte {
 					return appendOne(dst, wire.XML, &item, wire.SourceOptions(normalize.Full, r.loc))
-				}), nil
+				}), tags([]cache.Tag{idTag(id)}, &item), nil
 			}, func(src []byte) ([]byte, error) {
 				item, err := wire.ReadSource[T](src, r.loc)
 				if err != nil {
@@ -146,10 +159,12 @@ func fillOne[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, id
 		}
 		item, err := get(t.Backend, ctx, scope, id)
 		if err != nil {
+			// A not-found answer carries the id's tag: the id's insert
+			// purges it.
 			body, neg, err := answerOrFail(f, err, notFound)
-			return body, neg, time.Time{}, err
+			return body, neg, time.Time{}, []cache.Tag{idTag(id)}, err
 		}
-		return render(func(dst []byte) []byte { return appendOne(dst, f, &item, o) }), false, time.Time{}, nil
+		return render(func(dst []byte) []byte { return appendOne(dst, f, &item, o) }), false, time.Time{}, tags([]cache.Tag{idTag(id)}, &item), nil
 	})
 	return r.cache, err
 }
@@ -350,7 +365,7 @@ func (s *Server) answerFresh(w http.ResponseWriter, r *request, k cache.Key) (ou
 func (s *Server) serve(w http.ResponseWriter, r *request, k cache.Key, load loader) error {
 	now := s.now
 	fill := func(ctx context.Context) (*cache.Entry, error) {
-		body, negative, storedAt, err := load(ctx)
+		body, negative, storedAt, tags, err := load(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -358,6 +373,7 @@ func (s *Server) serve(w http.ResponseWriter, r *request, k cache.Key, load load
 			storedAt = now()
 		}
 		e := cache.NewEntry(body, r.format.ContentType(), negative, storedAt)
+		e.Tags = withURLTag(tags, k, r.country)
 		e.Meta = newEntryHeaders(e)
 		return e, nil
 	}
@@ -402,30 +418,32 @@ const fetchScope = "fetch|"
 // criteria rejected) is kept as its XML error document and rendered in
 // k's format.
 func sharedFetch(s *Server, ctx context.Context, r *request, k cache.Key, notFound string,
-	source func(context.Context) ([]byte, error), render func(src []byte) ([]byte, error),
-) ([]byte, bool, time.Time, error) {
+	source func(context.Context) ([]byte, []cache.Tag, error), render func(src []byte) ([]byte, error),
+) ([]byte, bool, time.Time, []cache.Tag, error) {
 	fk := cache.Key{Tenant: k.Tenant, Resource: k.Resource, Scope: fetchScope + r.country, Variant: k.Variant}
 	fe, _, err := s.cache.Get(ctx, fk, r.st.policy(k.Resource), func(ctx context.Context) (*cache.Entry, error) {
-		src, err := source(ctx)
+		src, tags, err := source(ctx)
 		negative := false
 		if err != nil {
 			if src, negative, err = answerOrFail(wire.XML, err, notFound); err != nil {
 				return nil, err
 			}
 		}
-		return cache.NewEntry(src, wire.XML.ContentType(), negative, s.now()), nil
+		e := cache.NewEntry(src, wire.XML.ContentType(), negative, s.now())
+		e.Tags = withURLTag(tags, k, r.country) // the fetch is purged with the bodies made from it
+		return e, nil
 	})
 	if err != nil {
-		return nil, false, time.Time{}, err
+		return nil, false, time.Time{}, nil, err
 	}
 	if fe.Negative {
 		aerr := wire.ReadAnswer(fe.Body)
 		body, neg, err := answerOrFail(r.format, aerr, notFound)
-		return body, neg, fe.StoredAt, err
+		return body, neg, fe.StoredAt, fe.Tags, err
 	}
 	body, err := render(fe.Body)
 	if err != nil {
-		return nil, false, time.Time{}, fmt.Errorf("proxy: rendering from the shared fetch: %w", err)
+		return nil, false, time.Time{}, nil, fmt.Errorf("proxy: rendering from the shared fetch: %w", err)
 	}
-	return body, false, fe.StoredAt, nil
+	return body, false, fe.StoredAt, fe.Tags, nil
 }

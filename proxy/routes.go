@@ -33,11 +33,11 @@ import (
 // that can never be served.
 func (s *Server) routes() {
 	listProperties := listEndpoint(s, normalize.Properties, resProperties, normalize.ParseProperties,
-		upstream.Backend.ListProperties, wire.AppendPropertyList)
+		upstream.Backend.ListProperties, wire.AppendPropertyList, propertyTags)
 	listAgents := listEndpoint(s, normalize.Agents, resAgents, normalize.ParseAgents,
-		upstream.Backend.ListAgents, wire.AppendAgentList)
-	getProperty := singleEndpoint(s, resProperty, "Property", upstream.Backend.GetProperty, wire.AppendProperty)
-	getAgent := singleEndpoint(s, resAgent, "Agent", upstream.Backend.GetAgent, wire.AppendAgent)
+		upstream.Backend.ListAgents, wire.AppendAgentList, agentTags)
+	getProperty := singleEndpoint(s, resProperty, "Property", upstream.Backend.GetProperty, wire.AppendProperty, PropertyTag, propertyTags)
+	getAgent := singleEndpoint(s, resAgent, "Agent", upstream.Backend.GetAgent, wire.AppendAgent, AgentTag, agentTags)
 	for _, ext := range []string{"xml", "json"} {
 		s.mux.Handle("GET /{country}/properties."+ext, s.api(formatOf(ext), listProperties))
 		s.mux.Handle("GET /{country}/agents."+ext, s.api(formatOf(ext), listAgents))

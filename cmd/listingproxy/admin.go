@@ -29,6 +29,9 @@ func (a *app) adminOptions(cfg *config.Config, backends map[string]upstream.Back
 	if a.cache != nil { // a nil *cache.Store in the interface would not be nil
 		o.Purger = a.cache
 	}
+	if a.srv != nil {
+		o.Targets = a.srv
+	}
 	for _, name := range slices.Sorted(maps.Keys(backends)) {
 		ab := admin.Backend{Name: name, Kind: cfg.Backends[name].Kind}
 		if rd, ok := backends[name].(readier); ok {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"io"
 	"path/filepath"
 	"slices"
@@ -116,13 +115,7 @@ func TestEngineConfigsLoad(t *testing.T) {
 // body: well within the 60s TTL, so only the notification's purge can
 // explain it.
 func TestNotifyPurgesCache(t *testing.T) {
-	path, dsn := engineConfig(t, "postgres", "    notify: true")
-	a := newAppFrom(t, path)
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	a, db := notifyApp(t)
 	// Wait for the listener (its connection carries the test's
 	// application_name), which purges everything once when it connects.
 	for i := 0; ; i++ {

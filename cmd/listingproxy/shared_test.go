@@ -18,6 +18,13 @@ import (
 // Redis under a key prefix of their own (cache.shared), or skips.
 func fleetApps(t *testing.T) (a, b *app) {
 	t.Helper()
+	apps := fleetOf(t, 2)
+	return apps[0], apps[1]
+}
+
+// fleetOf wires n replicas as fleetApps does.
+func fleetOf(t *testing.T, n int) []*app {
+	t.Helper()
 	addr := os.Getenv("LISTINGPROXY_TEST_REDIS_ADDR")
 	if addr == "" {
 		t.Skip("LISTINGPROXY_TEST_REDIS_ADDR is not set: set it to a Redis host:port (CI does) to run the fleet tests")
@@ -35,9 +42,11 @@ func fleetApps(t *testing.T) (a, b *app) {
 	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a = newAppFrom(t, path) // seeds the demo database
-	b = newAppFrom(t, path)
-	return a, b
+	apps := make([]*app, n)
+	for i := range apps {
+		apps[i] = newAppFrom(t, path) // the first seeds the demo database
+	}
+	return apps
 }
 
 // TestFleetSharesBodiesAndPurges: through the HTTP surface of two

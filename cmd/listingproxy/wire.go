@@ -201,7 +201,8 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		Auth: authOptions(cfg),
 	}
 	if !cfg.Cache.Disabled {
-		co := cache.Options{MaxBytes: int64(cfg.Cache.MaxBytes), Now: now, Logger: log, TracerProvider: tp}
+		co := cache.Options{MaxBytes: int64(cfg.Cache.MaxBytes), Now: now, Logger: log, TracerProvider: tp,
+			RecordLifetime: longestLifetime(policies(cfg.Cache))}
 		if sh := cfg.Cache.Shared; sh != nil {
 			tier, closeTier, err := sharedTier(sh, log, reg)
 			if err != nil {
@@ -350,6 +351,18 @@ func policies(c config.Cache) func(string) cache.Policy {
 		}
 	}
 	return func(resource string) cache.Policy { return m[resource] }
+}
+
+// longestLifetime is the longest time any entry stays of use under pol
+// (ttl plus the longer stale window, or negative_ttl): how long the cache
+// keeps the record of a purge by entity or URL.
+func longestLifetime(pol func(string) cache.Policy) time.Duration {
+	var d time.Duration
+	for _, r := range config.Resources {
+		p := pol(r)
+		d = max(d, p.TTL+max(p.StaleWhileRevalidate, p.StaleIfError), p.NegativeTTL)
+	}
+	return d
 }
 
 // breakerSettings turns the configuration into the breakers' settings;

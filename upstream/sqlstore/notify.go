@@ -46,15 +46,40 @@ func (s *Store) InstallNotify(ctx context.Context) error {
 	return nil
 }
 
-// Listen reports changes announced on NotifyChannel to fn: the tenants.name
-// of the changed tenant (or AllTenants) and the resource, "properties" or
-// "agents". It listens on a dedicated connection, reconnecting with
+// Change is one change notification: what a statement changed in one
+// tenant.
+type Change struct {
+	// Tenant is the changed tenant's tenants.name, or AllTenants.
+	Tenant string
+	// Resource is the table family changed: "properties" (a property row,
+	// its media, open homes or agent links) or "agents"; "" with AllTenants
+	// on (re)connection.
+	Resource string
+	// Table is the changed table (properties, agents, property_agents,
+	// property_media, openhomes); "" when not known.
+	Table string
+	// Op is the statement's "INSERT", "UPDATE" or "DELETE"; "" when not
+	// known (a TRUNCATE, a (re)connection, or a trigger installed by an
+	// earlier release).
+	Op string
+	// Properties and Agents are the entities whose documents changed.
+	// Both empty: the statement changed too many to name (or the trigger
+	// is an earlier release's), so the whole tenant's Resource may have
+	// changed.
+	Properties, Agents []int64
+}
+
+// Entities reports whether c names the changed entities.
+func (c Change) Entities() bool { return len(c.Properties)+len(c.Agents) > 0 }
+
+// Listen reports changes announced on NotifyChannel to fn. It listens on a dedicated connection, reconnecting with
 // exponential backoff (100ms to 30s) after any failure, and calls fn with
-// AllTenants after each (re)connection, the first included: changes made
-// meanwhile were not seen, and the first call says listening has begun. fn
-// runs on the listener's goroutine and should be quick. Listen returns nil
-// when ctx ends, and ErrNotifyUnsupported at once on other engines.
-func (s *Store) Listen(ctx context.Context, fn func(tenant, resource string)) error {
+// a Change of AllTenants after each (re)connection, the first included:
+// changes made meanwhile were not seen, and the first call says listening
+// has begun. fn runs on the listener's goroutine and should be quick.
+// Listen returns nil when ctx ends, and ErrNotifyUnsupported at once on
+// other engines.
+func (s *Store) Listen(ctx context.Context, fn func(Change)) error {
 	if _, ok := s.d.(postgresDialect); !ok {
 		return ErrNotifyUnsupported
 	}
@@ -80,7 +105,7 @@ func (s *Store) Listen(ctx context.Context, fn func(tenant, resource string)) er
 
 // listenOnce connects, listens and reports until the connection fails or
 // ctx ends. listening says whether it got as far as LISTEN.
-func (s *Store) listenOnce(ctx context.Context, fn func(tenant, resource string)) (listening bool, err error) {
+func (s *Store) listenOnce(ctx context.Context, fn func(Change)) (listening bool, err error) {
 	conn, err := pgx.Connect(ctx, s.dsn)
 	if err != nil {
 		return false, err
@@ -89,17 +114,17 @@ func (s *Store) listenOnce(ctx context.Context, fn func(tenant, resource string)
 	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
 		return false, err
 	}
-	fn(AllTenants, "")
+	fn(Change{Tenant: AllTenants})
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return true, err
 		}
-		var msg struct{ Tenant, Resource string }
-		if err := json.Unmarshal([]byte(n.Payload), &msg); err != nil || msg.Tenant == "" {
+		var c Change
+		if err := json.Unmarshal([]byte(n.Payload), &c); err != nil || c.Tenant == "" {
 			s.log.Warn("sqlstore: ignoring a malformed change notification", "payload", n.Payload)
 			continue
 		}
-		fn(msg.Tenant, msg.Resource)
+		fn(c)
 	}
 }

@@ -4,10 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"listingproxy/upstream"
 	"listingproxy/upstream/sqlstore/demo"
@@ -141,34 +146,35 @@ func TestPostgresNotify(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	type change struct{ tenant, resource string }
-	got := make(chan change, 100)
+	got := make(chan Change, 100)
 	lctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- st.Listen(lctx, func(tenant, resource string) { got <- change{tenant, resource} }) }()
+	go func() { done <- st.Listen(lctx, func(c Change) { got <- c }) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Listen returned %v after its context ended, want nil", err)
 		}
 	}()
-	next := func() change {
+	next := func() Change {
 		t.Helper()
 		select {
 		case c := <-got:
+			slices.Sort(c.Properties)
+			slices.Sort(c.Agents)
 			return c
 		case <-time.After(30 * time.Second):
 			t.Fatal("no notification")
-			return change{}
+			return Change{}
 		}
 	}
-	expect := func(what string, want change) {
+	expect := func(what string, want Change) {
 		t.Helper()
-		if c := next(); c != want {
-			t.Errorf("%s: got %+v, want %+v", what, c, want)
+		if diff := cmp.Diff(want, next(), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", what, diff)
 		}
 	}
-	expect("connect", change{AllTenants, ""})
+	expect("connect", Change{Tenant: AllTenants})
 
 	// Writes come from another client whose search_path does not hold the
 	// tables, as a legacy application's might: "§" is the schema.
@@ -178,31 +184,59 @@ func TestPostgresNotify(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	ids := func(query string) []int64 {
+		t.Helper()
+		rows, err := st.db.QueryContext(ctx, query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, id)
+		}
+		return out
+	}
 	// Summit's first property and harbour's first agent (ids are global).
-	var summitProp, harbourAgent int64
-	if err := st.db.QueryRowContext(ctx, "SELECT min(p.id) FROM properties p JOIN tenants t ON t.id = p.tenant_id WHERE t.name = 'summit'").Scan(&summitProp); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.db.QueryRowContext(ctx, "SELECT min(a.id) FROM agents a JOIN tenants t ON t.id = a.tenant_id WHERE t.name = 'harbour'").Scan(&harbourAgent); err != nil {
-		t.Fatal(err)
-	}
+	summitProp := ids("SELECT min(p.id) FROM properties p JOIN tenants t ON t.id = p.tenant_id WHERE t.name = 'summit'")[0]
+	harbourAgent := ids("SELECT min(a.id) FROM agents a JOIN tenants t ON t.id = a.tenant_id WHERE t.name = 'harbour'")[0]
+	harbourProps := ids("SELECT p.id FROM properties p JOIN tenants t ON t.id = p.tenant_id WHERE t.name = 'harbour' ORDER BY p.id")
+	link := ids("SELECT pa.property_id FROM property_agents pa JOIN properties p ON p.id = pa.property_id JOIN tenants t ON t.id = p.tenant_id WHERE t.name = 'harbour' ORDER BY 1 LIMIT 1")
+	harbourProp := link[0]
+	linked := ids("SELECT min(agent_id) FROM property_agents WHERE property_id = " + strconv.FormatInt(harbourProp, 10))[0]
 
 	exec("UPDATE §properties SET price_text = 'Offers over $1' WHERE id = $1", summitProp)
-	expect("update a summit property", change{"summit", "properties"})
+	expect("update a summit property", Change{Tenant: "summit", Resource: "properties", Table: "properties", Op: "UPDATE", Properties: []int64{summitProp}})
 	exec("UPDATE §agents SET phone = '+61 2 0000 0000' WHERE id = $1", harbourAgent)
-	expect("update a harbour agent", change{"harbour", "agents"})
+	expect("update a harbour agent", Change{Tenant: "harbour", Resource: "agents", Table: "agents", Op: "UPDATE", Agents: []int64{harbourAgent}})
 	exec("INSERT INTO §property_media (property_id, kind, url, position) VALUES ($1, 'floorplan', 'https://x.example/p.png', 99)", summitProp)
-	expect("add media to a summit property", change{"summit", "properties"})
-	// One transaction changing many rows of one tenant: one notification.
+	expect("add media to a summit property", Change{Tenant: "summit", Resource: "properties", Table: "property_media", Op: "INSERT", Properties: []int64{summitProp}})
+	// An agent link changes both documents.
+	exec("DELETE FROM §property_agents WHERE property_id = $1 AND agent_id = $2", harbourProp, linked)
+	exec("INSERT INTO §property_agents (property_id, agent_id, position) VALUES ($1, $2, 9)", harbourProp, linked)
+	expect("unlink an agent", Change{Tenant: "harbour", Resource: "properties", Table: "property_agents", Op: "DELETE", Properties: []int64{harbourProp}, Agents: []int64{linked}})
+	expect("link an agent", Change{Tenant: "harbour", Resource: "properties", Table: "property_agents", Op: "INSERT", Properties: []int64{harbourProp}, Agents: []int64{linked}})
+	exec("DELETE FROM §openhomes WHERE property_id = -1") // no rows: no notification
+	// One statement changing many rows of one tenant: one notification
+	// naming them all.
 	exec("UPDATE §properties SET featured = NOT featured WHERE tenant_id = (SELECT id FROM §tenants WHERE name = 'harbour')")
+	expect("update every harbour property", Change{Tenant: "harbour", Resource: "properties", Table: "properties", Op: "UPDATE", Properties: harbourProps})
+	// More than 300 entities: the notification names none (the tenant).
+	exec(`INSERT INTO §properties (id, tenant_id, country, agency_id, last_updated, status, latitude, longitude, category)
+		SELECT 900000 + g, (SELECT id FROM §tenants WHERE name = 'summit'), 'au', 'bulk' || g, now(), 'CURRENT', -33.8, 151.2, 'Residential'
+		FROM generate_series(1, 301) g`)
+	expect("a bulk import", Change{Tenant: "summit", Resource: "properties", Table: "properties", Op: "INSERT"})
 	exec("UPDATE §agents SET phone = phone WHERE id = $1", harbourAgent)
-	expect("update every harbour property", change{"harbour", "properties"})
-	expect("the next change after a bulk update", change{"harbour", "agents"})
+	expect("the next change after a bulk import", Change{Tenant: "harbour", Resource: "agents", Table: "agents", Op: "UPDATE", Agents: []int64{harbourAgent}})
 
 	terminate(t, admin, app)
-	expect("reconnect", change{AllTenants, ""})
+	expect("reconnect", Change{Tenant: AllTenants})
 	exec("UPDATE §agents SET phone = phone WHERE id = $1", harbourAgent)
-	expect("after reconnecting", change{"harbour", "agents"})
+	expect("after reconnecting", Change{Tenant: "harbour", Resource: "agents", Table: "agents", Op: "UPDATE", Agents: []int64{harbourAgent}})
 }
 
 func TestNotifyNeedsPostgres(t *testing.T) {
@@ -210,7 +244,7 @@ func TestNotifyNeedsPostgres(t *testing.T) {
 	if err := st.InstallNotify(context.Background()); !errors.Is(err, ErrNotifyUnsupported) {
 		t.Errorf("InstallNotify on SQLite = %v, want ErrNotifyUnsupported", err)
 	}
-	if err := st.Listen(context.Background(), func(string, string) {}); !errors.Is(err, ErrNotifyUnsupported) {
+	if err := st.Listen(context.Background(), func(Change) {}); !errors.Is(err, ErrNotifyUnsupported) {
 		t.Errorf("Listen on SQLite = %v, want ErrNotifyUnsupported", err)
 	}
 }
