@@ -14,6 +14,7 @@
 #   ONLY=agent_id bash bench/sql.sh        # only the queries whose name matches
 #   DB=mine SQLITE_DB=/tmp/mine.db bash bench/sql.sh   # other database names
 #   MIGRATE=0 bash bench/sql.sh            # skip Migrate + analyze of seeded databases
+#   STATEMENTS=1 bash bench/sql.sh         # also the median time of each statement of each query
 #
 # Seeding is skipped when a database already holds exactly that many
 # properties and agents (a fresh load takes about 3-4 minutes on PostgreSQL
@@ -98,4 +99,5 @@ echo
 # indexes (and fresh statistics) first; MIGRATE=0 skips it.
 migrate=()
 if [[ "${MIGRATE:-1}" != 0 ]]; then migrate=(-migrate); fi
+if [[ "${STATEMENTS:-0}" != 0 ]]; then migrate+=(-statements); fi
 "$work/sqlbench" -config "$work/bench.yaml" -backends "$ENGINES" -n "$N" -properties "$PROPERTIES" -agents "$AGENTS" -only "$ONLY" "${migrate[@]}"
