@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"listingproxy/internal/testkit"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a poller.
@@ -46,20 +48,20 @@ func TestRun(t *testing.T) {
 
 	addr := regexp.MustCompile(`listening on (http://\S+) \(users: summit; faults: latency 1ms`)
 	var base string
-	for deadline := time.Now().Add(30 * time.Second); base == ""; {
-		if m := addr.FindStringSubmatch(stdout.String()); m != nil {
-			base = m[1]
-			break
-		}
+	// The stand-in seeds its SQLite demo before it listens: seconds under
+	// -race on a loaded machine. Wait for the line (or for run to fail),
+	// with testkit.WaitFor's watchdog rather than a deadline of our own.
+	testkit.WaitFor(t, "the stand-in's listening line", func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("run returned early: %v\nstderr: %s", err, stderr.String())
-		case <-time.After(20 * time.Millisecond):
+		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no listening line; stdout %q stderr %q", stdout.String(), stderr.String())
+		if m := addr.FindStringSubmatch(stdout.String()); m != nil {
+			base = m[1]
 		}
-	}
+		return base != ""
+	})
 
 	get := func(path, user, pass string) (int, string) {
 		req, _ := http.NewRequest("GET", base+path, nil)

@@ -45,20 +45,14 @@ var listenLine = regexp.MustCompile(`listening on (https?://\S+) \(admin: (http:
 func TestRunServesTheDemo(t *testing.T) {
 	base, admin := startRun(t, demoConfig(t))
 	client := &http.Client{Timeout: 10 * time.Second}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.WaitFor(t, "/healthz to answer 200", func() bool {
 		resp, err := client.Get(admin + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/healthz never answered 200 (last error %v)", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 
 	req, _ := http.NewRequest("GET", base+"/au/properties.json?limit=2&status=current", nil)
 	req.SetBasicAuth("harbour", "harbour-demo")

@@ -92,12 +92,13 @@ func DocumentedDefaults(t testing.TB, path string, keep func(key string) bool) m
 }
 
 // WaitFor polls cond until it holds and fails the test when it has not
-// held after a minute: a watchdog generous enough for a loaded machine, not
-// an assertion on elapsed time. It waits for an event; tests that can be
+// held after three minutes: a watchdog generous enough for -race on a loaded
+// machine (a SQLite demo seeded under -race at load average 12 took over
+// 30 s), not an assertion on elapsed time. It waits for an event; tests that can be
 // told of the event through a channel should use the channel instead.
 func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(3 * time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("gave up waiting for %s", what)
