@@ -136,15 +136,25 @@ func (s *Server) writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Ent
 		eh = newEntryHeaders(e)
 	}
 	h := w.Header()
-	h["Date"] = s.dateValue(now)
+	aged := o != cache.Miss && o != cache.Bypass
+	gzipped := e.Gzip != nil && acceptsGzip(r.Header["Accept-Encoding"])
+	if !gzipped || !aged {
+		// With Content-Encoding and Age, Date would be the header map's
+		// ninth key (X-Request-Id is the first): a Go map holds eight in
+		// its first group and grows past them, and net/http then clones
+		// the grown map too, six allocations and ~1.2 KB per response
+		// (docs/performance.md, "The stored gzip form"). There net/http
+		// writes Date itself, outside the map.
+		h["Date"] = s.dateValue(now)
+	}
 	h["Content-Type"] = eh.contentType()
 	h["Vary"] = hdrVary
 	h["Cache-Status"] = hdrCacheStatus[o]
-	if o != cache.Miss && o != cache.Bypass {
+	if aged {
 		h["Age"] = ageValue(now.Sub(e.StoredAt))
 	}
 	body, etag, length := e.Body, eh.etag(), eh.length()
-	if e.Gzip != nil && acceptsGzip(r.Header["Accept-Encoding"]) {
+	if gzipped {
 		body, etag, length = e.Gzip, eh.etagGzip(), eh.lengthGzip()
 		h["Content-Encoding"] = hdrGzip
 	}
