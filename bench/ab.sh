@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
-# Cache-hit throughput of two revisions of listingproxy, side by side: each
-# round runs wrk against A then B (back to back, so a shared VM's slow drifts
-# cancel out), and the reported figure is the median of the rounds' B/A
-# ratios of req/s (and of p50 latency). Used to price a change on the hit
-# path that the ./proxy benchmark cannot see, such as the HTTP server's
-# timeouts.
+# Cache-hit throughput and CPU per hit of two revisions of listingproxy, side
+# by side: each round runs wrk against A and B back to back (the order
+# alternating from round to round, so a shared VM's slow drifts cancel out),
+# and the reported figures are the medians of the rounds' B/A ratios of req/s,
+# of CPU µs per request (the server's user+system time from /proc divided by
+# the requests wrk completed) and of p50 latency. Used to price a change on
+# the hit path that the ./proxy benchmark cannot see, such as the HTTP
+# server's timeouts.
 #
 #   bash bench/ab.sh A B                # e.g. bash bench/ab.sh 041e4e0 HEAD
 #   ROUNDS=9 DURATION=3s CONNECTIONS=32 bash bench/ab.sh A B    # the defaults
+#   URL_PATH='/au/properties.xml?detail=full&limit=22' HEADER='Accept-Encoding: gzip' bash bench/ab.sh A B
+#   PATHS=file-of-paths bash bench/ab.sh A B   # cycle through many keys (all warmed first)
+#   ENV_A='GOGC=100' bash bench/ab.sh HEAD HEAD # the same revision under two environments
 #
-# Both servers serve the demo (authentication on, access log off), pinned to
-# CPU 0 with wrk on CPU 1 when taskset exists and there are 2+ CPUs.
+# Both servers serve the demo (authentication on, access log off, entries
+# fresh for 2 hours so that no round refills them), pinned to CPU 0 with wrk
+# on CPU 1 when taskset exists and there are 2+ CPUs. HEADER adds one request
+# header; ENV_A and ENV_B are space-separated VAR=value settings for either
+# server's environment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -eq 2 ] || { echo "usage: bash bench/ab.sh REV_A REV_B" >&2; exit 2; }
@@ -18,6 +26,10 @@ DURATION=${DURATION:-3s}
 ROUNDS=${ROUNDS:-9}
 CONNECTIONS=${CONNECTIONS:-32}
 URL_PATH=${URL_PATH:-/au/properties/1.xml}
+PATHS=${PATHS:-}
+HEADER=${HEADER:-}
+ENV_A=${ENV_A:-}
+ENV_B=${ENV_B:-}
 
 if ! command -v wrk >/dev/null; then
   echo "installing wrk (apt-get)"; (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null
@@ -33,12 +45,28 @@ trap cleanup EXIT
 
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 1 200); do if curl -s -o /dev/null "http://127.0.0.1:$1/"; then return; fi; sleep 0.1; done; echo "port $1 never answered"; exit 1; }
-AUTH="Authorization: Basic $(printf 'harbour:harbour-demo' | base64)"
+HDRS=(-H "Authorization: Basic $(printf 'harbour:harbour-demo' | base64)")
+[ -n "$HEADER" ] && HDRS+=(-H "$HEADER")
+if [ -n "$PATHS" ]; then cp "$PATHS" "$work/paths"; else echo "$URL_PATH" >"$work/paths"; fi
+go build -o "$work/warm" ./bench/cmd/warm
+cat >"$work/paths.lua" <<'LUA'
+local paths = {}
+local i = 0
+init = function(args)
+  for line in io.lines(args[1]) do paths[#paths + 1] = line end
+  i = math.random(#paths) - 1
+end
+request = function()
+  i = i % #paths + 1
+  return wrk.format(nil, paths[i])
+end
+LUA
 
-# start REV NAME: build REV (a commit, exported with git archive) and run
-# it; its port is left in PORT (not echoed: a subshell would lose its pid).
+# start REV NAME ENV: build REV (a commit, exported with git archive) and run
+# it; its port and pid are left in PORT and PID (not echoed: a subshell
+# would lose its pid).
 start() {
-  local rev=$1 name=$2 src="$work/src-$2" port
+  local rev=$1 name=$2 env=$3 src="$work/src-$2" port
   mkdir -p "$src"
   git archive "$(git rev-parse "$rev")" | tar -x -C "$src"
   (cd "$src" && go build -o "$work/$name" ./cmd/listingproxy)
@@ -48,28 +76,52 @@ start() {
   sed -e "s|^listen: \"[0-9.]*:8080\"|listen: \"127.0.0.1:$port\"|" \
       -e "s|admin_listen: \"127.0.0.1:[0-9]*\"|admin_listen: \"off\"|" \
       -e "s|file:listingproxy-demo.db|file:$work/$name.db|" \
+      -e 's|^\(  ttl:\).*|\1 2h|' \
       -e "s|level: info|level: error|" "$src/config.yaml" >"$work/$name.yaml"
-  "${SERVER_CPU[@]}" "$work/$name" -config "$work/$name.yaml" >"$work/$name.log" 2>&1 &
+  # shellcheck disable=SC2086 # ENV_* are word lists on purpose
+  env $env "${SERVER_CPU[@]}" "$work/$name" -config "$work/$name.yaml" >"$work/$name.log" 2>&1 &
   pids+=($!)
+  PID=$!
   wait_port "$port"
-  curl -fsS -H "$AUTH" "http://127.0.0.1:$port$URL_PATH" -o /dev/null # warm the cache
+  sort -u "$work/paths" | "$work/warm" -base "http://127.0.0.1:$port" -paths /dev/stdin "${HDRS[@]}" # fill the cache
   PORT=$port
 }
-start "$1" a; A_PORT=$PORT
-start "$2" b; B_PORT=$PORT
+start "$1" a "$ENV_A"; A_PORT=$PORT A_PID=$PID
+start "$2" b "$ENV_B"; B_PORT=$PORT B_PID=$PID
 
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-run() { "${WRK_CPU[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -H "$AUTH" "$1" 2>/dev/null; }
-rps() { awk '/Requests\/sec/ {print $2}' <<<"$1"; }
-p50() { awk '$1=="50%" {v=$2; if (v ~ /us$/) v=v/1000; else if (v ~ /ms$/) v=v+0; else if (v ~ /s$/) v=v*1000; print v}' <<<"$1"; }
+HZ=$(getconf CLK_TCK)
+ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+# run PORT PID -> "req/s cpu-µs/req p50-ms"
+run() {
+  local t0 t1 out
+  t0=$(ticks "$2")
+  out=$("${WRK_CPU[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency "${HDRS[@]}" -s "$work/paths.lua" "http://127.0.0.1:$1" -- "$work/paths" 2>/dev/null)
+  t1=$(ticks "$2")
+  if grep -q 'Non-2xx' <<<"$out"; then echo "non-2xx answers from port $1:" >&2; echo "$out" >&2; exit 1; fi
+  awk -v a="$t0" -v b="$t1" -v hz="$HZ" '
+    /requests in/ {n=$1} /Requests\/sec/ {r=$2}
+    $1=="50%" {v=$2; if (v ~ /us$/) v=v/1000; else if (v ~ /ms$/) v=v+0; else if (v ~ /s$/) v=v*1000; p=v}
+    END {printf "%s %.2f %s\n", r, (b-a)/hz*1e6/n, p}' <<<"$out"
+}
 
-for f in a.rps b.rps ratio.rps ratio.p50; do : >"$work/$f"; done
-for _ in $(seq 1 "$ROUNDS"); do
-  a=$(run "http://127.0.0.1:$A_PORT$URL_PATH"); b=$(run "http://127.0.0.1:$B_PORT$URL_PATH")
-  rps "$a" >>"$work/a.rps"; rps "$b" >>"$work/b.rps"
-  awk -v a="$(rps "$a")" -v b="$(rps "$b")" 'BEGIN {print b/a}' >>"$work/ratio.rps"
-  awk -v a="$(p50 "$a")" -v b="$(p50 "$b")" 'BEGIN {print b/a}' >>"$work/ratio.p50"
+for f in a.rps b.rps a.cpu b.cpu ratio.rps ratio.cpu ratio.p50; do : >"$work/$f"; done
+for r in $(seq 1 "$ROUNDS"); do
+  if [ $((r % 2)) = 1 ]; then
+    read -r ar ac ap < <(run "$A_PORT" "$A_PID"); read -r br bc bp < <(run "$B_PORT" "$B_PID")
+  else
+    read -r br bc bp < <(run "$B_PORT" "$B_PID"); read -r ar ac ap < <(run "$A_PORT" "$A_PID")
+  fi
+  echo "$ar" >>"$work/a.rps"; echo "$br" >>"$work/b.rps"; echo "$ac" >>"$work/a.cpu"; echo "$bc" >>"$work/b.cpu"
+  awk -v a="$ar" -v b="$br" 'BEGIN {print b/a}' >>"$work/ratio.rps"
+  awk -v a="$ac" -v b="$bc" 'BEGIN {print b/a}' >>"$work/ratio.cpu"
+  awk -v a="$ap" -v b="$bp" 'BEGIN {print b/a}' >>"$work/ratio.p50"
 done
-printf '%s: A=%s (%.0f req/s median)  B=%s (%.0f req/s median)\n' "$URL_PATH" "$1" "$(median <"$work/a.rps")" "$2" "$(median <"$work/b.rps")"
-printf 'B/A req/s = %.3f (rounds: %s)\nB/A p50   = %.3f\n' "$(median <"$work/ratio.rps")" \
-  "$(sort -g "$work/ratio.rps" | awk '{printf "%s%.3f", (NR>1 ? " " : ""), $1}')" "$(median <"$work/ratio.p50")"
+rounds() { sort -g "$1" | awk '{printf "%s%.3f", (NR>1 ? " " : ""), $1}'; }
+what=$URL_PATH; [ -n "$PATHS" ] && what="$(wc -l <"$work/paths") paths from $PATHS"
+printf '%s, %s connections%s; load average %s\n' "$what" "$CONNECTIONS" "${HEADER:+, $HEADER}" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf 'A=%s%s: %.0f req/s, %.2f µs CPU/req (medians)\n' "$1" "${ENV_A:+ ($ENV_A)}" "$(median <"$work/a.rps")" "$(median <"$work/a.cpu")"
+printf 'B=%s%s: %.0f req/s, %.2f µs CPU/req (medians)\n' "$2" "${ENV_B:+ ($ENV_B)}" "$(median <"$work/b.rps")" "$(median <"$work/b.cpu")"
+printf 'B/A req/s = %.3f (rounds: %s)\n' "$(median <"$work/ratio.rps")" "$(rounds "$work/ratio.rps")"
+printf 'B/A CPU per request = %.3f (rounds: %s)\n' "$(median <"$work/ratio.cpu")" "$(rounds "$work/ratio.cpu")"
+printf 'B/A p50 = %.3f\n' "$(median <"$work/ratio.p50")"

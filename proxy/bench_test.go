@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"listingproxy/internal/testkit"
 	"listingproxy/proxy"
 	"listingproxy/upstream"
 )
@@ -101,6 +102,7 @@ func BenchmarkHitKeys(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			i := 0
+			cpu := testkit.CPUTime(b)
 			for b.Loop() {
 				clear(w.h)
 				s.ServeHTTP(w, rs[i])
@@ -108,6 +110,10 @@ func BenchmarkHitKeys(b *testing.B) {
 					i = 0
 				}
 			}
+			// CPU per hit: on a loaded machine ns/op also counts the time
+			// other processes held the CPU. Run with -cpu 1 to count
+			// ristretto's policy goroutine, as in a server pinned to one CPU.
+			b.ReportMetric(float64(testkit.CPUTime(b)-cpu)/float64(b.N), "cpu-ns/op")
 			// Backend calls after the warm-up: entries the cache let go.
 			b.ReportMetric(float64(fb.Calls()-filled)/float64(b.N), "fills/op")
 		})
