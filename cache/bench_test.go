@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"listingproxy/internal/testkit"
 )
 
 func benchStore(b *testing.B, size int) (*Store, Loader) {
@@ -93,5 +95,47 @@ func BenchmarkNewEntry(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		NewEntry(body, "application/xml", false, time.Time{})
+	}
+}
+
+// BenchmarkFreshKeys measures Fresh, the proxy's hit lookup, among 1 or
+// 10,000 warm keys cycled in order, in a store sized like bench/nginx.sh's
+// (2 GiB) and like the default (256 MiB): the per-hit cost must not grow
+// much with the number of hot keys (docs/performance.md, "Many hot keys").
+// Run it with -cpu 1 to count ristretto's policy goroutine, which shares the
+// CPU with the hits in a server pinned to one.
+func BenchmarkFreshKeys(b *testing.B) {
+	for _, maxBytes := range []int64{256 << 20, 2 << 30} {
+		for _, n := range []int{1, 10000} {
+			b.Run(fmt.Sprintf("%dMiB/keys-%d", maxBytes>>20, n), func(b *testing.B) {
+				s := newStore(b, Options{MaxBytes: maxBytes})
+				keys := make([]Key, n)
+				for i := range keys {
+					keys[i] = Key{Tenant: "harbour", Resource: "properties", Scope: "full|au|json",
+						Variant: fmt.Sprintf("detail=full&limit=1&offset=%d&order=price", i)}
+					body := make([]byte, 2<<10)
+					load := func(context.Context) (*Entry, error) {
+						return NewEntry(body, "application/json", false, time.Now()), nil
+					}
+					if _, _, err := s.Get(context.Background(), keys[i], pol, load); err != nil {
+						b.Fatal(err)
+					}
+				}
+				s.Wait()
+				b.ReportAllocs()
+				i, misses := 0, 0
+				cpu0 := testkit.CPUTime(b)
+				for b.Loop() {
+					if _, _, _, ok := s.Fresh(keys[i], pol); !ok {
+						misses++
+					}
+					if i++; i == n {
+						i = 0
+					}
+				}
+				b.ReportMetric(float64(testkit.CPUTime(b)-cpu0)/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(float64(misses)/float64(b.N), "misses/op")
+			})
+		}
 	}
 }

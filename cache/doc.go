@@ -41,6 +41,14 @@
 // is served to the callers of its flight and not kept; an entry larger than
 // ristretto's share is never kept (both count as Stats.Rejections).
 //
+// Lookups do not call ristretto's Get: an index of the items given to
+// ristretto (index.go; an item enters just before ristretto's Set and leaves
+// when ristretto lets go of it or does not admit it) answers them, so a hit
+// among many hot keys does not read and write ristretto's admission
+// structures (several MiB, at random places) on every request. One lookup in
+// 16, hit or miss, also goes through ristretto's Get, a uniform sample that
+// keeps the admission policy's view of which keys are hot.
+//
 // Items are keyed in ristretto by a seeded 64-bit hash of the Key and carry
 // the whole Key, which every lookup compares, so a hash collision costs a
 // miss, never a wrong body. Items are also given a ristretto TTL equal to

@@ -77,12 +77,17 @@ type Options struct {
 	// returns, before the Store shares it: the place to attach the Meta a
 	// Loader would have attached. Default: none.
 	Adopt func(*Entry)
+
+	// ristrettoMetrics turns ristretto's own counters on (tests count the
+	// accesses its admission policy is given).
+	ristrettoMetrics bool
 }
 
 // Store is a read-through cache of rendered responses. It is safe for
 // concurrent use. Create it with New and release it with Close.
 type Store struct {
 	c         *ristretto.Cache[uint64, *item]
+	idx       *index
 	ov        *overlay
 	seed      maphash.Seed
 	now       func() time.Time
@@ -182,6 +187,7 @@ func New(o Options) (*Store, error) {
 		o.MaxRecords = DefaultMaxRecords
 	}
 	s := &Store{
+		idx:            newIndex(),
 		recordLifetime: o.RecordLifetime,
 		maxRecords:     o.MaxRecords,
 		ov:             newOverlay(o.OverlayBytes, o.OverlayEntries),
@@ -202,6 +208,7 @@ func New(o Options) (*Store, error) {
 		BufferItems: o.BufferItems,
 		// Costs are bytes we compute, overhead included.
 		IgnoreInternalCost: true,
+		Metrics:            o.ristrettoMetrics,
 		// Keys are our own 64-bit hashes; items carry the full Key.
 		KeyToHash:    func(h uint64) (uint64, uint64) { return h, 0 },
 		OnEvict:      func(*ristretto.Item[*item]) { s.st.evictions.Add(1) },
@@ -227,7 +234,11 @@ func New(o Options) (*Store, error) {
 // onExit runs when ristretto lets go of a value (eviction, refusal,
 // replacement, deletion).
 func (s *Store) onExit(it *item) {
-	if it != nil && it.resident.Swap(2) == 1 {
+	if it == nil {
+		return
+	}
+	s.idx.remove(it)
+	if it.resident.Swap(2) == 1 {
 		s.st.entries.Add(^uint64(0))
 	}
 }
@@ -329,7 +340,13 @@ func (s *Store) store(h uint64, k Key, gen uint64, e *Entry, p Policy) {
 		if old, ok := s.c.Get(h); ok && it.cost > old.cost {
 			s.c.Del(h)
 		}
-		s.c.SetWithTTL(h, it, it.cost, ttl)
+		// Indexed first, so that hits find it as soon as ristretto's map
+		// does (a replacement is there at once); onExit or the check
+		// below removes it if ristretto does not keep it.
+		indexed := s.idx.put(it)
+		if !s.c.SetWithTTL(h, it, it.cost, ttl) {
+			s.idx.remove(it) // dropped: ristretto never saw it
+		}
 		s.c.Wait()
 		if got, ok := s.c.Get(h); ok && got == it {
 			if it.resident.CompareAndSwap(0, 1) {
@@ -337,6 +354,9 @@ func (s *Store) store(h uint64, k Key, gen uint64, e *Entry, p Policy) {
 			}
 			s.ov.del(h)
 			return
+		}
+		if indexed {
+			s.idx.remove(it)
 		}
 	} else if it.cost > s.maxCost {
 		s.st.rejects.Add(1)
@@ -346,14 +366,17 @@ func (s *Store) store(h uint64, k Key, gen uint64, e *Entry, p Policy) {
 	}
 }
 
-// lookup returns the item stored for k, from ristretto or else the
-// overlay, unless a hard purge hides it. current is true when no purge at
+// lookup returns the item stored for k, from the index of ristretto's
+// items or else the overlay, unless a hard purge hides it. current is true when no purge at
 // all has covered it since its fill started (it.gen >= g.fill: a fill in
 // another process may be newer than the last purge seen here); an item
 // returned with current false was soft-purged: only a failed fill may serve
 // it.
 func (s *Store) lookup(h uint64, k Key, g epochs) (_ *item, current bool) {
-	if it, ok := s.c.Get(h); ok && it.gen >= g.hard && it.key == k {
+	if sampled() {
+		s.c.Get(h) // the admission policy's sample of accesses (see index)
+	}
+	if it := s.idx.get(h); it != nil && it.gen >= g.hard && it.key == k {
 		if st := it.state.Load(); st>>2 >= g.fine && st&3 == markNone {
 			return it, it.gen >= g.fill // not touched by a purge by tags
 		}

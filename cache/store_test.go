@@ -666,7 +666,9 @@ func TestLookupVerifiesKeyOnHashCollision(t *testing.T) {
 	s := newStore(t, Options{})
 	a, b := Key{Tenant: "a"}, Key{Tenant: "b"}
 	hb := s.hash(b)
-	s.c.Set(hb, &item{key: a, hash: hb, entry: NewEntry([]byte("a"), "", false, t0)}, 1)
+	it := &item{key: a, hash: hb, entry: NewEntry([]byte("a"), "", false, t0)}
+	s.idx.put(it) // as store does
+	s.c.Set(hb, it, 1)
 	s.c.Wait()
 	if it, _ := s.lookup(hb, b, epochs{}); it != nil {
 		t.Errorf("lookup(b) = item for %v, want nil", it.key)
