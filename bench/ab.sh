@@ -98,7 +98,7 @@ run() {
   t0=$(ticks "$2")
   out=$("${WRK_CPU[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency "${HDRS[@]}" -s "$work/paths.lua" "http://127.0.0.1:$1" -- "$work/paths" 2>/dev/null)
   t1=$(ticks "$2")
-  if grep -q 'Non-2xx' <<<"$out"; then echo "non-2xx answers from port $1:" >&2; echo "$out" >&2; exit 1; fi
+  if ! grep -q 'requests in' <<<"$out" || grep -q 'Non-2xx' <<<"$out"; then echo "wrk failed or got non-2xx answers from port $1:" >&2; echo "$out" >&2; exit 1; fi
   awk -v a="$t0" -v b="$t1" -v hz="$HZ" '
     /requests in/ {n=$1} /Requests\/sec/ {r=$2}
     $1=="50%" {v=$2; if (v ~ /us$/) v=v/1000; else if (v ~ /ms$/) v=v+0; else if (v ~ /s$/) v=v*1000; p=v}
