@@ -49,18 +49,6 @@ HDRS=(-H "Authorization: Basic $(printf 'harbour:harbour-demo' | base64)")
 [ -n "$HEADER" ] && HDRS+=(-H "$HEADER")
 if [ -n "$PATHS" ]; then cp "$PATHS" "$work/paths"; else echo "$URL_PATH" >"$work/paths"; fi
 go build -o "$work/warm" ./bench/cmd/warm
-cat >"$work/paths.lua" <<'LUA'
-local paths = {}
-local i = 0
-init = function(args)
-  for line in io.lines(args[1]) do paths[#paths + 1] = line end
-  i = math.random(#paths) - 1
-end
-request = function()
-  i = i % #paths + 1
-  return wrk.format(nil, paths[i])
-end
-LUA
 
 # start REV NAME ENV: build REV (a commit, exported with git archive) and run
 # it; its port and pid are left in PORT and PID (not echoed: a subshell
@@ -96,7 +84,7 @@ ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 run() {
   local t0 t1 out
   t0=$(ticks "$2")
-  out=$("${WRK_CPU[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency "${HDRS[@]}" -s "$work/paths.lua" "http://127.0.0.1:$1" -- "$work/paths" 2>/dev/null)
+  out=$("${WRK_CPU[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency "${HDRS[@]}" -s bench/paths.lua "http://127.0.0.1:$1" -- "$work/paths" 2>/dev/null)
   t1=$(ticks "$2")
   if ! grep -q 'requests in' <<<"$out" || grep -q 'Non-2xx' <<<"$out"; then echo "wrk failed or got non-2xx answers from port $1:" >&2; echo "$out" >&2; exit 1; fi
   awk -v a="$t0" -v b="$t1" -v hz="$HZ" '

@@ -79,19 +79,6 @@ CRED=$(printf 'harbour:harbour-demo' | base64)
 AUTH="Authorization: Basic $CRED"
 GZIP="Accept-Encoding: gzip"
 
-# wrk script: cycle through the paths file from a random start per thread.
-cat >"$work/paths.lua" <<'LUA'
-local paths = {}
-local i = 0
-init = function(args)
-  for line in io.lines(args[1]) do paths[#paths + 1] = line end
-  i = math.random(#paths) - 1
-end
-request = function()
-  i = i % #paths + 1
-  return wrk.format(nil, paths[i])
-end
-LUA
 
 # Paths. Every property list in full detail, ordered by one of eleven fields,
 # from every offset, in both countries: thousands of distinct cache keys.
@@ -141,7 +128,7 @@ measure() {
   local hdr=(-H "$AUTH"); [ "$enc" = gzip ] && hdr+=(-H "$GZIP")
   local t0 t1 out n rps
   t0=$(cpu_ticks "$@")
-  out=$("${WRK_CPU[@]}" wrk -t"$THREADS" -c"$conns" -d"$DURATION" "${hdr[@]}" -s "$work/paths.lua" "$base" -- "$paths" 2>&1)
+  out=$("${WRK_CPU[@]}" wrk -t"$THREADS" -c"$conns" -d"$DURATION" "${hdr[@]}" -s bench/paths.lua "$base" -- "$paths" 2>&1)
   t1=$(cpu_ticks "$@")
   n=$(awk '/requests in/ {print $1}' <<<"$out"); rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
   if [ -z "$n" ] || grep -q 'Non-2xx' <<<"$out"; then echo "wrk failed or got non-2xx answers from $base:" >&2; echo "$out" >&2; exit 1; fi
