@@ -41,9 +41,9 @@
 // is served to the callers of its flight and not kept; an entry larger than
 // ristretto's share is never kept (both count as Stats.Rejections).
 //
-// Lookups do not call ristretto's Get: an index of the items given to
-// ristretto (index.go; an item enters just before ristretto's Set and leaves
-// when ristretto lets go of it or does not admit it) answers them, so a hit
+// Lookups do not call ristretto's Get: an index of the items ristretto holds
+// (index.go; an item enters when its flight sees ristretto admit it and
+// leaves when ristretto lets go of it) answers them, so a hit
 // among many hot keys does not read and write ristretto's admission
 // structures (several MiB, at random places) on every request. One lookup in
 // 16, hit or miss, also goes through ristretto's Get, a uniform sample that

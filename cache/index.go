@@ -16,11 +16,14 @@ import (
 // relative frequencies; ristretto's own access buffers are lossy in the
 // same way (a full buffer is dropped).
 //
-// The index holds an item from just before ristretto's Set until ristretto
-// lets go of it (onExit) or store sees it was not admitted, so it never
-// serves an item ristretto refused, evicted or replaced, and a replacement
-// is visible as soon as ristretto's own map has it. Like ristretto's
-// ShouldUpdate, an item never displaces one of a later generation.
+// The index holds an item from the moment store sees ristretto admit it
+// until ristretto lets go of it (onExit), both decided under the shard's
+// lock by the item's resident state, so it never holds an item ristretto
+// refused, evicted or replaced. While ristretto replaces an entry (from its
+// Set until store's check) the key is not indexed: a lookup then misses and
+// joins the filling flight, which is still open. (Indexing the new item
+// before the Set would not do: ristretto may refuse it and keep the old
+// one, which the index would then have lost.)
 type index struct {
 	shards [indexShards]indexShard
 }
@@ -58,28 +61,30 @@ func (x *index) get(h uint64) *item {
 	return it
 }
 
-// put indexes it, which is about to be given to ristretto, unless an item
-// of a later generation is indexed under its hash (ristretto keeps that one
-// too). It reports whether it did.
-func (x *index) put(it *item) bool {
+// admit indexes it, which store has just seen ristretto admit, unless
+// ristretto has already let go of it (exit ran first). It reports whether
+// it was the first to see it resident (for Stats.Entries).
+func (x *index) admit(it *item) bool {
 	sh := x.shard(it.hash)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if cur := sh.m[it.hash]; cur != nil && cur.gen > it.gen {
+	if !it.resident.CompareAndSwap(0, 1) {
 		return false
 	}
 	sh.m[it.hash] = it
 	return true
 }
 
-// remove forgets it if it is the item indexed under its hash.
-func (x *index) remove(it *item) {
+// exit forgets it, which ristretto let go of (evicted, refused, replaced
+// or deleted), and reports whether it was resident.
+func (x *index) exit(it *item) bool {
 	sh := x.shard(it.hash)
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	if sh.m[it.hash] == it {
 		delete(sh.m, it.hash)
 	}
-	sh.mu.Unlock()
+	return it.resident.Swap(2) == 1
 }
 
 // len counts the indexed items (tests).

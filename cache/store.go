@@ -234,11 +234,7 @@ func New(o Options) (*Store, error) {
 // onExit runs when ristretto lets go of a value (eviction, refusal,
 // replacement, deletion).
 func (s *Store) onExit(it *item) {
-	if it == nil {
-		return
-	}
-	s.idx.remove(it)
-	if it.resident.Swap(2) == 1 {
+	if it != nil && s.idx.exit(it) {
 		s.st.entries.Add(^uint64(0))
 	}
 }
@@ -340,23 +336,14 @@ func (s *Store) store(h uint64, k Key, gen uint64, e *Entry, p Policy) {
 		if old, ok := s.c.Get(h); ok && it.cost > old.cost {
 			s.c.Del(h)
 		}
-		// Indexed first, so that hits find it as soon as ristretto's map
-		// does (a replacement is there at once); onExit or the check
-		// below removes it if ristretto does not keep it.
-		indexed := s.idx.put(it)
-		if !s.c.SetWithTTL(h, it, it.cost, ttl) {
-			s.idx.remove(it) // dropped: ristretto never saw it
-		}
+		s.c.SetWithTTL(h, it, it.cost, ttl)
 		s.c.Wait()
 		if got, ok := s.c.Get(h); ok && got == it {
-			if it.resident.CompareAndSwap(0, 1) {
+			if s.idx.admit(it) {
 				s.st.entries.Add(1)
 			}
 			s.ov.del(h)
 			return
-		}
-		if indexed {
-			s.idx.remove(it)
 		}
 	} else if it.cost > s.maxCost {
 		s.st.rejects.Add(1)

@@ -667,7 +667,7 @@ func TestLookupVerifiesKeyOnHashCollision(t *testing.T) {
 	a, b := Key{Tenant: "a"}, Key{Tenant: "b"}
 	hb := s.hash(b)
 	it := &item{key: a, hash: hb, entry: NewEntry([]byte("a"), "", false, t0)}
-	s.idx.put(it) // as store does
+	s.idx.admit(it) // as store does
 	s.c.Set(hb, it, 1)
 	s.c.Wait()
 	if it, _ := s.lookup(hb, b, epochs{}); it != nil {
