@@ -239,8 +239,28 @@ for body in 2KB 45KB; do
         printf '%-28s %9.0f %9.0f %9.0f  %8.1f %8.1f %8.1f  %7.2f %7.2f\n' "$name" \
           "$(median <"$work/lp.rps")" "$(median <"$work/ng.rps")" "$(median <"$work/va.rps")" \
           "$(median <"$work/lp.cpu")" "$(median <"$work/ng.cpu")" "$(median <"$work/va.cpu")" \
-          "$(median <"$work/r_ng.rps")" "$(median <"$work/r_va.rps")"
+          "$(median <"$work/r_ng.rps")" "$(median <"$work/r_va.rps")" | tee -a "$work/results"
       done
     done
   done
 done
+
+# Issue 16's hit targets, from the cases measured above.
+echo
+echo "targets (load average $(cut -d' ' -f1-3 /proc/loadavg)):"
+awk '
+  {lpus[$1] = $5; ng[$1] = $8; va[$1] = $9}
+  function ratio(what, c, v, want, ge) {
+    if (!(c in lpus)) return
+    printf "  %-52s %5.2f  (target %s %.1f: %s)\n", what, v, ge ? ">=" : "<=", want, (ge ? v >= want : v <= want) ? "met" : "missed"
+  }
+  END {
+    ratio("45KB identity, 64 connections: lp/nginx", "45KB/identity/c64/1key", ng["45KB/identity/c64/1key"], 1.0, 1)
+    ratio("2KB identity, 256 connections: lp/nginx", "2KB/identity/c256/1key", ng["2KB/identity/c256/1key"], 1.0, 1)
+    ratio("45KB identity, 256 connections: lp/nginx", "45KB/identity/c256/1key", ng["45KB/identity/c256/1key"], 1.0, 1)
+    for (k in lpus) if (k ~ /\/(cycled|zipf)$/) {
+      one = k; sub(/(cycled|zipf)$/, "1key", one)
+      if (one in lpus) ratio(k ": CPU/hit vs 1 key", k, lpus[k] / lpus[one], 1.2, 0)
+    }
+    ratio("45KB gzip (stored form), 64 connections: lp/varnish", "45KB/gzip/c64/1key", va["45KB/gzip/c64/1key"], 1.0, 1)
+  }' "$work/results"
