@@ -6,7 +6,11 @@
 // Store.PlanProblems finds: a full scan, or a subquery or lookup run once
 // per row of a large walk.
 //
-//	sqlbench -config bench.yaml -backends pg,mysql [-n 200] [-scopes harbour/au,summit/nz] [-properties 1000000 -agents 20000]
+//	sqlbench -config bench.yaml -backends pg,mysql [-n 200] [-scopes harbour/au,summit/nz] [-properties 1000000 -agents 20000] [-statements]
+//
+// -statements adds the median time of each statement of each query (from
+// the store's spans); the output starts with the load average during each
+// backend's run.
 //
 // The backends must hold the demo data at the given size (listingproxy
 // seed); bench/sql.sh seeds 1,000,000 properties and runs it. Each query
