@@ -5,13 +5,16 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
 	"syscall"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -63,6 +66,18 @@ var errStop = errors.New("stop")
 // is dead, and the first request to notice clears them all instead of each
 // later request finding one. Only reads go through each, so a retry is safe.
 func (s *Store) each(ctx context.Context, name string, q *query, f func(*sql.Rows) error) (err error) {
+	return s.retried(ctx, name, func(ctx context.Context, delivered *bool) error {
+		return s.eachOnce(ctx, q, func(rows *sql.Rows) error {
+			*delivered = true
+			return f(rows)
+		})
+	})
+}
+
+// retried runs a read statement named name (run, which sets *delivered
+// once it has a row) as each describes: span, timeout, one retry on a
+// broken connection before any row.
+func (s *Store) retried(ctx context.Context, name string, run func(ctx context.Context, delivered *bool) error) (err error) {
 	if err := s.Ready(); err != nil {
 		return err
 	}
@@ -70,10 +85,7 @@ func (s *Store) each(ctx context.Context, name string, q *query, f func(*sql.Row
 	defer func() { end(err) }()
 	for attempt := 0; ; attempt++ {
 		delivered := false
-		err = s.eachOnce(ctx, q, func(rows *sql.Rows) error {
-			delivered = true
-			return f(rows)
-		})
+		err = run(ctx, &delivered)
 		if err == nil || errors.Is(err, errStop) {
 			return nil
 		}
@@ -82,6 +94,37 @@ func (s *Store) each(ctx context.Context, name string, q *query, f func(*sql.Row
 		}
 		s.dropIdle()
 	}
+}
+
+// eachPgx is each on PostgreSQL through pgx's own interface: the rows are
+// decoded straight into f's destinations, not into database/sql's boxed
+// driver values converted again by Scan.
+func (s *Store) eachPgx(ctx context.Context, name string, q *query, f func(pgx.Rows) error) error {
+	return s.retried(ctx, name, func(ctx context.Context, delivered *bool) error {
+		conn, err := s.db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		return conn.Raw(func(dc any) error {
+			pc, ok := dc.(*stdlib.Conn)
+			if !ok {
+				return fmt.Errorf("sqlstore: %T is not a pgx connection", dc)
+			}
+			rows, err := pc.Conn().Query(ctx, q.String(), q.args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				*delivered = true
+				if err := f(rows); err != nil {
+					return err
+				}
+			}
+			return rows.Err()
+		})
+	})
 }
 
 func (s *Store) eachOnce(ctx context.Context, q *query, f func(*sql.Rows) error) error {

@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"listingproxy/normalize"
 	"listingproxy/upstream"
 )
@@ -788,9 +791,16 @@ func (s *Store) decorateProperties(ctx context.Context, page []upstream.Property
 			ch.media = make([]mediaRow, 0, len(chunk)*8)
 			ch.opens = make([]openHomeRow, 0, len(chunk)*2)
 		}
-		err := s.each(ctx, "load_children", s.childrenQuery(chunk, full), func(rows *sql.Rows) error {
-			return ch.scan(rows, idx, full)
-		})
+		var err error
+		if _, pg := s.d.(postgresDialect); pg {
+			err = s.eachPgx(ctx, "load_children", s.childrenQuery(chunk, full), func(rows pgx.Rows) error {
+				return ch.scanPgx(rows, idx, full)
+			})
+		} else {
+			err = s.each(ctx, "load_children", s.childrenQuery(chunk, full), func(rows *sql.Rows) error {
+				return ch.scan(rows, idx, full)
+			})
+		}
 		if err != nil {
 			return fmt.Errorf("agents, media and open homes: %w", err)
 		}
@@ -842,6 +852,8 @@ func (s *Store) childrenQuery(ids []int64, full bool) *query {
 type children struct {
 	row    childRow
 	dest   []any // of row's fields, in the statement's order
+	pgRow  pgxChildRow
+	pgDest []any // of pgRow's fields
 	agents []agentRow
 	media  []mediaRow
 	counts []mediaRow // of media by kind (full false): Position is the count
@@ -884,6 +896,36 @@ func (c *children) scan(rows *sql.Rows, idx map[int64]int, full bool) error {
 	if err := rows.Scan(c.dest...); err != nil {
 		return err
 	}
+	return c.add(idx, full)
+}
+
+// pgxChildRow is childRow as pgx decodes it.
+type pgxChildRow struct {
+	table, pid                          int64
+	n1, n2                              pgtype.Int8
+	kind, name, thumbnail, typ, caption pgtype.Text
+	startsAt, endsAt                    nullTime // a sql.Scanner: any timestamp or date type, as each reads it
+}
+
+// scanPgx reads one row of load_children from pgx.
+func (c *children) scanPgx(rows pgx.Rows, idx map[int64]int, full bool) error {
+	p := &c.pgRow
+	if c.pgDest == nil {
+		c.pgDest = []any{&p.table, &p.pid, &p.n1, &p.n2, &p.kind, &p.name, &p.thumbnail, &p.typ, &p.caption, &p.startsAt, &p.endsAt}
+	}
+	if err := rows.Scan(c.pgDest...); err != nil {
+		return err
+	}
+	c.row = childRow{table: p.table, pid: p.pid,
+		n1: sql.NullInt64{Int64: p.n1.Int64, Valid: p.n1.Valid}, n2: sql.NullInt64{Int64: p.n2.Int64, Valid: p.n2.Valid},
+		kind: p.kind.String, name: p.name.String, thumbnail: p.thumbnail.String, typ: p.typ.String, caption: p.caption.String,
+		startsAt: p.startsAt, endsAt: p.endsAt}
+	return c.add(idx, full)
+}
+
+// add files c.row, a row of load_children.
+func (c *children) add(idx map[int64]int, full bool) error {
+	r := &c.row
 	owner := idx[r.pid]
 	switch r.table {
 	case 0:
