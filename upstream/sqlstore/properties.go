@@ -692,15 +692,28 @@ func (s *Store) loadProperties(ctx context.Context, ids []int64) ([]upstream.Pro
 
 func (s *Store) queryProperties(ctx context.Context, name string, q *query) ([]upstream.Property, error) {
 	var ps []upstream.Property
-	var sc propertyScanner
-	err := s.each(ctx, name, q, func(rows *sql.Rows) error {
-		p, err := sc.scan(rows)
-		if err != nil {
-			return err
-		}
-		ps = append(ps, p)
-		return nil
-	})
+	var err error
+	if _, pg := s.d.(postgresDialect); pg {
+		var sc pgxPropertyScanner
+		err = s.eachPgx(ctx, name, q, func(rows pgx.Rows) error {
+			p, err := sc.scan(rows)
+			if err != nil {
+				return err
+			}
+			ps = append(ps, p)
+			return nil
+		})
+	} else {
+		var sc propertyScanner
+		err = s.each(ctx, name, q, func(rows *sql.Rows) error {
+			p, err := sc.scan(rows)
+			if err != nil {
+				return err
+			}
+			ps = append(ps, p)
+			return nil
+		})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -750,6 +763,60 @@ func (sc *propertyScanner) scan(rows *sql.Rows) (upstream.Property, error) {
 		p.Bathrooms = validPtr(sc.bathrooms.Valid, &n.bathrooms)
 	}
 	return *p, nil
+}
+
+// pgxPropertyScanner is propertyScanner for pgx's own interface (see
+// eachPgx): values decoded straight into reused pgtype fields, NULL text
+// and flags read as empty and false, timestamps through nullTime (a
+// sql.Scanner) as on database/sql.
+type pgxPropertyScanner struct {
+	id                                                                         int64
+	agencyID, streetNumber, streetName, status, priceText, priceType, category pgtype.Text
+	propertyType, suburb, area, region, builtIn, description                   pgtype.Text
+	lastUpdated, approved                                                      nullTime
+	addressDisplay, featured                                                   pgtype.Bool
+	latitude, longitude, priceFrom, priceTo, floorSize, lotSize                pgtype.Float8
+	bedrooms, bathrooms                                                        pgtype.Int8
+	dest                                                                       []any
+}
+
+func (sc *pgxPropertyScanner) scan(rows pgx.Rows) (upstream.Property, error) {
+	if sc.dest == nil {
+		sc.dest = []any{&sc.id, &sc.agencyID, &sc.lastUpdated, &sc.approved, &sc.streetNumber, &sc.streetName,
+			&sc.addressDisplay, &sc.status, &sc.latitude, &sc.longitude, &sc.priceText, &sc.priceFrom, &sc.priceTo,
+			&sc.priceType, &sc.category, &sc.propertyType, &sc.suburb, &sc.area,
+			&sc.region, &sc.bedrooms, &sc.bathrooms, &sc.floorSize, &sc.lotSize, &sc.builtIn, &sc.description,
+			&sc.featured}
+	}
+	if err := rows.Scan(sc.dest...); err != nil {
+		return upstream.Property{}, err
+	}
+	p := upstream.Property{
+		ID: sc.id, AgencyID: sc.agencyID.String, LastUpdated: sc.lastUpdated.t, Approved: sc.approved.t,
+		StreetNumber: sc.streetNumber.String, StreetName: sc.streetName.String, AddressDisplay: sc.addressDisplay.Bool,
+		Status: sc.status.String, PriceText: sc.priceText.String, PriceType: sc.priceType.String,
+		Category: sc.category.String, PropertyType: sc.propertyType.String, Suburb: sc.suburb.String,
+		Area: sc.area.String, Region: sc.region.String, BuiltIn: sc.builtIn.String, Description: sc.description.String,
+		Featured: sc.featured.Bool,
+	}
+	n := &pgxPropertyNumbers{propertyNumbers{sc.priceFrom.Float64, sc.priceTo.Float64, sc.floorSize.Float64, sc.lotSize.Float64,
+		int(sc.bedrooms.Int64), int(sc.bathrooms.Int64)}, sc.latitude.Float64, sc.longitude.Float64}
+	p.Latitude = validPtr(sc.latitude.Valid, &n.latitude)
+	p.Longitude = validPtr(sc.longitude.Valid, &n.longitude)
+	p.PriceFrom = validPtr(sc.priceFrom.Valid, &n.priceFrom)
+	p.PriceTo = validPtr(sc.priceTo.Valid, &n.priceTo)
+	p.FloorSize = validPtr(sc.floorSize.Valid, &n.floorSize)
+	p.LotSize = validPtr(sc.lotSize.Valid, &n.lotSize)
+	p.Bedrooms = validPtr(sc.bedrooms.Valid, &n.bedrooms)
+	p.Bathrooms = validPtr(sc.bathrooms.Valid, &n.bathrooms)
+	return p, nil
+}
+
+// pgxPropertyNumbers adds the coordinates to propertyNumbers (database/sql
+// allocates them itself, scanning into pointers).
+type pgxPropertyNumbers struct {
+	propertyNumbers
+	latitude, longitude float64
 }
 
 // validPtr is p when valid, nil otherwise.
