@@ -116,13 +116,10 @@ func (s *Store) eachPgx(ctx context.Context, name string, q *query, f func(pgx.R
 				return err
 			}
 			defer rows.Close()
-			for rows.Next() {
+			return eachRow(rows, func(rows pgx.Rows) error {
 				*delivered = true
-				if err := f(rows); err != nil {
-					return err
-				}
-			}
-			return rows.Err()
+				return f(rows)
+			})
 		})
 	})
 }
@@ -144,6 +141,15 @@ func (s *Store) eachOnce(ctx context.Context, q *query, f func(*sql.Rows) error)
 		return err
 	}
 	defer rows.Close()
+	return eachRow(rows, f)
+}
+
+// eachRow calls f with every row of rows (database/sql's or pgx's) until
+// it returns an error, then returns the rows' error.
+func eachRow[R interface {
+	Next() bool
+	Err() error
+}](rows R, f func(R) error) error {
 	for rows.Next() {
 		if err := f(rows); err != nil {
 			return err

@@ -752,17 +752,24 @@ func (sc *propertyScanner) scan(rows *sql.Rows) (upstream.Property, error) {
 		return upstream.Property{}, err
 	}
 	p.LastUpdated, p.Approved = sc.lastUpdated.t, sc.approved.t
-	if sc.priceFrom.Valid || sc.priceTo.Valid || sc.floorSize.Valid || sc.lotSize.Valid || sc.bedrooms.Valid || sc.bathrooms.Valid {
-		n := &propertyNumbers{sc.priceFrom.Float64, sc.priceTo.Float64, sc.floorSize.Float64, sc.lotSize.Float64,
-			int(sc.bedrooms.Int64), int(sc.bathrooms.Int64)}
-		p.PriceFrom = validPtr(sc.priceFrom.Valid, &n.priceFrom)
-		p.PriceTo = validPtr(sc.priceTo.Valid, &n.priceTo)
-		p.FloorSize = validPtr(sc.floorSize.Valid, &n.floorSize)
-		p.LotSize = validPtr(sc.lotSize.Valid, &n.lotSize)
-		p.Bedrooms = validPtr(sc.bedrooms.Valid, &n.bedrooms)
-		p.Bathrooms = validPtr(sc.bathrooms.Valid, &n.bathrooms)
-	}
+	setNumbers(p, sc.priceFrom, sc.priceTo, sc.floorSize, sc.lotSize, sc.bedrooms, sc.bathrooms)
 	return *p, nil
+}
+
+// setNumbers sets p's optional numbers, pointing into one allocation (nil
+// where NULL).
+func setNumbers(p *upstream.Property, priceFrom, priceTo, floorSize, lotSize sql.NullFloat64, bedrooms, bathrooms sql.NullInt64) {
+	if !priceFrom.Valid && !priceTo.Valid && !floorSize.Valid && !lotSize.Valid && !bedrooms.Valid && !bathrooms.Valid {
+		return
+	}
+	n := &propertyNumbers{priceFrom.Float64, priceTo.Float64, floorSize.Float64, lotSize.Float64,
+		int(bedrooms.Int64), int(bathrooms.Int64)}
+	p.PriceFrom = validPtr(priceFrom.Valid, &n.priceFrom)
+	p.PriceTo = validPtr(priceTo.Valid, &n.priceTo)
+	p.FloorSize = validPtr(floorSize.Valid, &n.floorSize)
+	p.LotSize = validPtr(lotSize.Valid, &n.lotSize)
+	p.Bedrooms = validPtr(bedrooms.Valid, &n.bedrooms)
+	p.Bathrooms = validPtr(bathrooms.Valid, &n.bathrooms)
 }
 
 // pgxPropertyScanner is propertyScanner for pgx's own interface (see
@@ -799,24 +806,14 @@ func (sc *pgxPropertyScanner) scan(rows pgx.Rows) (upstream.Property, error) {
 		Area: sc.area.String, Region: sc.region.String, BuiltIn: sc.builtIn.String, Description: sc.description.String,
 		Featured: sc.featured.Bool,
 	}
-	n := &pgxPropertyNumbers{propertyNumbers{sc.priceFrom.Float64, sc.priceTo.Float64, sc.floorSize.Float64, sc.lotSize.Float64,
-		int(sc.bedrooms.Int64), int(sc.bathrooms.Int64)}, sc.latitude.Float64, sc.longitude.Float64}
-	p.Latitude = validPtr(sc.latitude.Valid, &n.latitude)
-	p.Longitude = validPtr(sc.longitude.Valid, &n.longitude)
-	p.PriceFrom = validPtr(sc.priceFrom.Valid, &n.priceFrom)
-	p.PriceTo = validPtr(sc.priceTo.Valid, &n.priceTo)
-	p.FloorSize = validPtr(sc.floorSize.Valid, &n.floorSize)
-	p.LotSize = validPtr(sc.lotSize.Valid, &n.lotSize)
-	p.Bedrooms = validPtr(sc.bedrooms.Valid, &n.bedrooms)
-	p.Bathrooms = validPtr(sc.bathrooms.Valid, &n.bathrooms)
+	if sc.latitude.Valid || sc.longitude.Valid { // one allocation for both
+		ll := &[2]float64{sc.latitude.Float64, sc.longitude.Float64}
+		p.Latitude, p.Longitude = validPtr(sc.latitude.Valid, &ll[0]), validPtr(sc.longitude.Valid, &ll[1])
+	}
+	f := func(v pgtype.Float8) sql.NullFloat64 { return sql.NullFloat64{Float64: v.Float64, Valid: v.Valid} }
+	i := func(v pgtype.Int8) sql.NullInt64 { return sql.NullInt64{Int64: v.Int64, Valid: v.Valid} }
+	setNumbers(&p, f(sc.priceFrom), f(sc.priceTo), f(sc.floorSize), f(sc.lotSize), i(sc.bedrooms), i(sc.bathrooms))
 	return p, nil
-}
-
-// pgxPropertyNumbers adds the coordinates to propertyNumbers (database/sql
-// allocates them itself, scanning into pointers).
-type pgxPropertyNumbers struct {
-	propertyNumbers
-	latitude, longitude float64
 }
 
 // validPtr is p when valid, nil otherwise.
