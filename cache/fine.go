@@ -153,6 +153,17 @@ func (r *tagRecords) add(tenant string, tags []Tag, e epochs, now time.Time, lif
 		r.queue[0] = queued{}
 		r.queue = r.queue[1:]
 	}
+	if len(r.queue) > 2*len(r.m)+1024 {
+		// Keys recorded again and again (one listing edited all day)
+		// leave a slot each: keep only the slots that own their record.
+		q := make([]queued, 0, len(r.m))
+		for _, s := range r.queue {
+			if rec, ok := r.m[s.key]; ok && rec.at.Equal(s.at) {
+				q = append(q, s)
+			}
+		}
+		r.queue = q
+	}
 	return folded
 }
 

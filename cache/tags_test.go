@@ -220,3 +220,20 @@ func TestPurgeTagsRecordsBounded(t *testing.T) {
 		t.Errorf("records after the lifetime = %d, want 1", n)
 	}
 }
+
+// TestPurgeTagsRecordsQueueBounded: one tag purged again and again keeps
+// one record, and its queue of deadlines stays bounded.
+func TestPurgeTagsRecordsQueueBounded(t *testing.T) {
+	clock := newClock()
+	s := newStore(t, Options{Now: clock.Now})
+	for range 10_000 {
+		clock.Advance(time.Millisecond)
+		s.PurgeTags("harbour", []Tag{IDTag("property", 1)}, Soft)
+	}
+	s.tags.mu.RLock()
+	n, q := len(s.tags.m), len(s.tags.queue)
+	s.tags.mu.RUnlock()
+	if n != 1 || q > 2*n+1024 {
+		t.Errorf("records %d, queue %d; want 1 and at most %d", n, q, 2*n+1024)
+	}
+}
