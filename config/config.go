@@ -101,13 +101,16 @@ func (b *Backend) UnmarshalYAML(n *yaml.Node) error {
 // SQLBackend is a database backend: sqlite, postgres or mysql. A zero knob
 // means sqlstore's default (sqlstore.Default*).
 type SQLBackend struct {
-	DSN             string   `yaml:"dsn"`
-	SeedDemo        bool     `yaml:"seed_demo"` // create the schema and load the demo data when the database is empty
-	MaxOpenConns    int      `yaml:"max_open_conns"`
-	MaxIdleConns    int      `yaml:"max_idle_conns"` // 0: max_open_conns
-	ConnMaxLifetime Duration `yaml:"conn_max_lifetime"`
-	QueryTimeout    Duration `yaml:"query_timeout"` // per statement
-	Notify          bool     `yaml:"notify"`        // postgres: LISTEN for change notifications
+	DSN          string `yaml:"dsn"`
+	SeedDemo     bool   `yaml:"seed_demo"` // create the schema and load the demo data when the database is empty
+	MaxOpenConns int    `yaml:"max_open_conns"`
+	MaxIdleConns int    `yaml:"max_idle_conns"` // 0: max_open_conns
+	// PreparedStatements: statement texts kept prepared per connection
+	// (sqlite, mysql); the database holds at most this x max_open_conns.
+	PreparedStatements int      `yaml:"prepared_statements"`
+	ConnMaxLifetime    Duration `yaml:"conn_max_lifetime"`
+	QueryTimeout       Duration `yaml:"query_timeout"` // per statement
+	Notify             bool     `yaml:"notify"`        // postgres: LISTEN for change notifications
 }
 
 // CRMBackend is the legacy CRM's XML API. A zero knob means crm's default

@@ -149,7 +149,7 @@ func TestProblemsAreListedAndLocated(t *testing.T) {
 	src := `listen: "nope"
 countries: [au, xx]
 backends:
-  main: {kind: postgres, dsn: "${PG_DSN}"}
+  main: {kind: postgres, dsn: "${PG_DSN}", prepared_statements: -1}
   crm: {kind: crm, url: "ftp://x", hydrate: sometimes, max_elements: -1, max_results: -1}
   odd: {kind: oracle}
 tenants:
@@ -174,6 +174,7 @@ log: {level: loud}
 		`c.yaml:2: countries[1]: unknown country "xx" (known: au, nz)`,
 		`c.yaml:4: backends.main.dsn: environment variable PG_DSN is not set`,
 		`c.yaml:4: backends.main.dsn: required for a postgres backend`,
+		`c.yaml:4: backends.main.prepared_statements: must not be negative (0: the default)`,
 		`c.yaml:5: backends.crm.url: invalid url "ftp://x" (want http(s)://host[:port][/path])`,
 		`c.yaml:5: backends.crm.hydrate: invalid value "sometimes" (want auto, always or never)`,
 		`c.yaml:5: backends.crm.max_elements: must not be negative (0: the default)`,

@@ -154,6 +154,9 @@ func (c *Config) validate() []problem {
 			if sb.MaxOpenConns < 0 {
 				add(p+".max_open_conns", "must not be negative")
 			}
+			if sb.PreparedStatements < 0 {
+				add(p+".prepared_statements", "must not be negative (0: the default)")
+			}
 			if sb.Notify && b.Kind != KindPostgres {
 				add(p+".notify", "change notifications need a postgres backend")
 			}

@@ -137,7 +137,7 @@ func openSQL(ctx context.Context, name string, cfg *config.Config, env openEnv) 
 	}
 	st, err := sqlstore.Open(ctx, sqlstore.Config{
 		Dialect: kind, DSN: b.DSN, Now: env.now,
-		MaxOpenConns: b.MaxOpenConns, MaxIdleConns: b.MaxIdleConns,
+		MaxOpenConns: b.MaxOpenConns, MaxIdleConns: b.MaxIdleConns, PreparedStatements: b.PreparedStatements,
 		ConnMaxLifetime: b.ConnMaxLifetime.D(), QueryTimeout: b.QueryTimeout.D(),
 		Logger: env.log.With("backend", name), TracerProvider: env.tp, Setup: setup,
 	})

@@ -35,6 +35,7 @@ func TestDocumentedDefaults(t *testing.T) {
 		"countries":                             "[" + strings.Join(config.DefaultCountries(), ", ") + "]",
 		"max_results":                           strconv.Itoa(proxy.DefaultMaxResults),
 		"backends.NAME.max_open_conns":          fmt.Sprintf("%d (sqlite %d)", sqlstore.DefaultMaxOpenConns, sqlstore.DefaultSQLiteMaxOpenConns),
+		"backends.NAME.prepared_statements":     fmt.Sprintf("%d (sqlite %d)", sqlstore.DefaultMySQLPreparedStatements, sqlstore.DefaultSQLitePreparedStatements),
 		"backends.NAME.conn_max_lifetime":       duration(sqlstore.DefaultConnMaxLifetime),
 		"backends.NAME.query_timeout":           duration(sqlstore.DefaultQueryTimeout),
 		"backends.NAME.timeout":                 duration(crm.DefaultTimeout),

@@ -128,12 +128,23 @@ func (s *Store) eachOnce(ctx context.Context, q *query, f func(*sql.Rows) error)
 	var rows *sql.Rows
 	var err error
 	if s.stmts != nil {
-		st, release, err := s.stmts.get(ctx, q.String())
-		if err != nil {
-			return err
+		var st *sql.Stmt
+		var release func()
+		st, release, err = s.stmts.get(ctx, q.String())
+		if err == nil {
+			defer release() // after rows.Close below
+			rows, err = st.QueryContext(ctx, q.args...)
 		}
-		defer release() // after rows.Close below
-		rows, err = st.QueryContext(ctx, q.args...)
+		// A server out of prepared statements (max_prepared_stmt_count,
+		// shared by all its clients) refuses the prepare, here or on the
+		// connection the statement first runs on: the query runs
+		// unprepared, the request does not fail.
+		if tooManyPrepared(err) {
+			if s.stmts.unprepared.Add(1) == 1 {
+				s.log.Warn("sqlstore: the server refused to prepare a statement (max_prepared_stmt_count reached); running such queries unprepared", "error", err)
+			}
+			rows, err = s.db.QueryContext(ctx, q.String(), q.args...)
+		}
 	} else {
 		rows, err = s.db.QueryContext(ctx, q.String(), q.args...)
 	}

@@ -18,6 +18,13 @@ import (
 // named by LISTINGPROXY_TEST_MYSQL_DSN, dropped when the test ends.
 func openMySQL(t *testing.T) *Store {
 	t.Helper()
+	return openMySQLWith(t, Config{})
+}
+
+// openMySQLWith is openMySQL with cfg's settings (its Dialect, DSN and Now
+// are set here).
+func openMySQLWith(t *testing.T, cfg Config) *Store {
+	t.Helper()
 	dsn := os.Getenv("LISTINGPROXY_TEST_MYSQL_DSN")
 	if dsn == "" {
 		t.Skip("LISTINGPROXY_TEST_MYSQL_DSN is not set; set it to run the MySQL/MariaDB tests, " +
@@ -38,12 +45,13 @@ func openMySQL(t *testing.T) *Store {
 			t.Errorf("drop test database: %v", err)
 		}
 	})
-	cfg, err := mysql.ParseDSN(dsn)
+	mc, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.DBName = name
-	st, err := Open(ctx, Config{Dialect: "mysql", DSN: cfg.FormatDSN(), Now: func() time.Time { return testNow }})
+	mc.DBName = name
+	cfg.Dialect, cfg.DSN, cfg.Now = "mysql", mc.FormatDSN(), func() time.Time { return testNow }
+	st, err := Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,8 +35,10 @@
 // fails only the statements in flight. Explain shows the plans of a list
 // request's statements, and PlanProblems what in them reads much more than
 // the page needs.
-// On SQLite the read statements are prepared once per connection and kept
-// (stmtCache, up to maxCachedStatements texts), and the child-table
+// On SQLite and MySQL/MariaDB the read statements are prepared once per
+// connection and kept (stmtCache, up to Config.PreparedStatements texts;
+// a MySQL server refusing one more, error 1461, gets the query unprepared),
+// and on SQLite the child-table
 // statements bind a page's ids as one JSON array (inIDs): compiling them
 // was half a list's CPU.
 //
@@ -55,6 +57,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -81,6 +84,18 @@ const (
 	DefaultConnMaxLifetime    = 30 * time.Minute
 	DefaultConnMaxIdleTime    = 5 * time.Minute
 	DefaultQueryTimeout       = 5 * time.Second
+	// DefaultSQLitePreparedStatements: the texts of a list request are its
+	// page statement (one per combination of filters and order) and the
+	// child-table statements, so the common shapes of a service fit many
+	// times over; a compiled SQLite statement of the store takes a few tens
+	// of KB outside the Go heap.
+	DefaultSQLitePreparedStatements = 64
+	// DefaultMySQLPreparedStatements: each text is prepared on every pooled
+	// connection it runs on, so a store holds at most this many times
+	// MaxOpenConns server-side statements (320 with the defaults), 2% of
+	// the server's default max_prepared_stmt_count (16,382), which every
+	// client of the server shares.
+	DefaultMySQLPreparedStatements = 32
 )
 
 // PoolSize is the pool size Open gives a database of dialect for a
@@ -125,6 +140,13 @@ type Config struct {
 	// MaxIdleConns is how many idle connections the pool keeps. Default
 	// MaxOpenConns.
 	MaxIdleConns int
+	// PreparedStatements is how many statement texts are kept prepared
+	// (see stmtCache) on SQLite and MySQL/MariaDB; each is prepared once per
+	// connection it runs on, so the database holds at most
+	// PreparedStatements x MaxOpenConns. Default
+	// DefaultSQLitePreparedStatements or DefaultMySQLPreparedStatements.
+	// Unused on PostgreSQL (pgx keeps its own cache).
+	PreparedStatements int
 	// ConnMaxLifetime closes connections this old, so a pool follows a
 	// failover or a load balancer's rotation. Default
 	// DefaultConnMaxLifetime; negative: never.
@@ -157,8 +179,8 @@ type Config struct {
 type Store struct {
 	db *sql.DB
 	d  dialect
-	// stmts keeps the read statements prepared (SQLite only; nil
-	// elsewhere): see stmtCache.
+	// stmts keeps the read statements prepared (SQLite and MySQL; nil on
+	// PostgreSQL): see stmtCache.
 	stmts *stmtCache
 	now   func() time.Time
 
@@ -271,8 +293,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		tenants: map[string]int64{}, maxLinked: defaultMaxLinked, geoProbe: defaultGeoProbe, fromProperties: "properties p",
 		setup: cfg.Setup, kick: make(chan struct{}, 1), prepDone: make(chan struct{}),
 	}
-	if _, ok := d.(sqliteDialect); ok {
-		s.stmts = newStmtCache(db, maxCachedStatements)
+	switch d.(type) {
+	case sqliteDialect:
+		s.stmts = newStmtCache(db, cmp.Or(cfg.PreparedStatements, DefaultSQLitePreparedStatements))
+	case mysqlDialect:
+		s.stmts = newStmtCache(db, cmp.Or(cfg.PreparedStatements, DefaultMySQLPreparedStatements))
 	}
 	answered, err := s.prepare(ctx)
 	switch {

@@ -1,0 +1,163 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/google/go-cmp/cmp"
+
+	"listingproxy/upstream"
+	"listingproxy/upstream/sqlstore/demo"
+)
+
+// seededMySQL is a MySQL/MariaDB store of cfg over a small demo.
+func seededMySQL(t *testing.T, cfg Config) *Store {
+	t.Helper()
+	st := openMySQLWith(t, cfg)
+	ctx := context.Background()
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SeedDemo(ctx, demo.Options{PropertiesPerTenantCountry: 40, AgentsPerTenantCountry: 6, Now: testNow}); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// listShapes are list requests of many statement texts (orders, filters,
+// page sizes: MySQL's child-table statements have one text per page size).
+func listShapes() []string {
+	var qs []string
+	for _, order := range []string{"id", "price", "suburb", "bedrooms", "last_updated", "agency_id"} {
+		for _, limit := range []int{3, 7, 12} {
+			qs = append(qs, fmt.Sprintf("detail=full&limit=%d&order=%s", limit, order))
+		}
+		qs = append(qs, "status=current&limit=5&offset=2&order="+order)
+	}
+	return qs
+}
+
+// TestMySQLStatementCacheBound runs list requests of many statement texts
+// through a store of one connection keeping two: the server must hold at
+// most two of the store's prepared statements at any time (the session's
+// Com_stmt_prepare minus Com_stmt_close: evicted statements are closed on
+// the server), none once the store is closed, and every answer must be the
+// one the store gives unprepared.
+func TestMySQLStatementCacheBound(t *testing.T) {
+	st := seededMySQL(t, Config{PreparedStatements: 2})
+	st.db.SetMaxOpenConns(1) // after seeding, which needs more
+	ctx := context.Background()
+	s := upstream.Scope{Tenant: "harbour", Country: "au"}
+	// The session's statements open on the server (its only connection).
+	open := func() int {
+		t.Helper()
+		var name, prep, closed string
+		if err := st.db.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE 'Com_stmt_prepare'").Scan(&name, &prep); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.db.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE 'Com_stmt_close'").Scan(&name, &closed); err != nil {
+			t.Fatal(err)
+		}
+		p, _ := strconv.Atoi(prep)
+		c, _ := strconv.Atoi(closed)
+		return p - c
+	}
+	queries := listShapes()
+	cached := st.stmts
+	st.stmts = nil
+	want := make([][]upstream.Property, len(queries))
+	for i, q := range queries {
+		ps, err := st.ListProperties(ctx, s, parseProps(t, q))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ps) == 0 {
+			t.Fatalf("%s: no properties; the test needs some", q)
+		}
+		want[i] = ps
+	}
+	st.stmts = cached
+	base := open() // unprepared queries prepare and close at once: 0
+	maxOpen := 0
+	for round := range 2 {
+		for i, q := range queries {
+			got, err := st.ListProperties(ctx, s, parseProps(t, q))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want[i], got); diff != "" {
+				t.Errorf("round %d, %s: differs from the unprepared answer (-want +got):\n%s", round, q, diff)
+			}
+			maxOpen = max(maxOpen, open()-base)
+		}
+	}
+	if maxOpen == 0 {
+		t.Errorf("no statement stayed prepared on the server: the cache is not used")
+	}
+	if maxOpen > 2 {
+		t.Errorf("up to %d statements prepared on the server at once, want at most 2 (PreparedStatements 2 x 1 connection)", maxOpen)
+	}
+	if n := st.stmts.unprepared.Load(); n != 0 {
+		t.Errorf("%d queries ran unprepared, want 0", n)
+	}
+	st.stmts.close() // as Close does; the connection is idle
+	if n := open() - base; n != 0 {
+		t.Errorf("%d statements still prepared on the server after the cache closed, want 0", n)
+	}
+}
+
+// TestMySQLTooManyPrepared makes every prepare fail as a server at its
+// max_prepared_stmt_count does (error 1461): the requests still succeed,
+// unprepared, with the answers of a store without the cache, and the
+// fallbacks are counted.
+func TestMySQLTooManyPrepared(t *testing.T) {
+	st := seededMySQL(t, Config{})
+	ctx := context.Background()
+	s := upstream.Scope{Tenant: "harbour", Country: "au"}
+	queries := listShapes()[:6]
+	cached := st.stmts
+	st.stmts = nil
+	want := make([][]upstream.Property, len(queries))
+	for i, q := range queries {
+		ps, err := st.ListProperties(ctx, s, parseProps(t, q))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = ps
+	}
+	st.stmts = cached
+	prepares := 0
+	st.stmts.prepare = func(context.Context, string) (*sql.Stmt, error) {
+		prepares++
+		return nil, &mysql.MySQLError{Number: 1461, Message: "Can't create more than max_prepared_stmt_count statements (current value: 16382)"}
+	}
+	for i, q := range queries {
+		got, err := st.ListProperties(ctx, s, parseProps(t, q))
+		if err != nil {
+			t.Fatalf("%s: %v, want the query run unprepared", q, err)
+		}
+		if diff := cmp.Diff(want[i], got); diff != "" {
+			t.Errorf("%s: differs from the unprepared answer (-want +got):\n%s", q, diff)
+		}
+	}
+	if prepares == 0 {
+		t.Fatal("no prepare attempted: the store does not use the cache")
+	}
+	if n := st.stmts.unprepared.Load(); n != int64(prepares) {
+		t.Errorf("%d queries counted unprepared, want %d (one per refused prepare)", n, prepares)
+	}
+	if n := len(st.stmts.texts()); n != 0 {
+		t.Errorf("%d statements cached after refused prepares, want 0", n)
+	}
+	// Any other prepare error still fails the request.
+	st.stmts.prepare = func(context.Context, string) (*sql.Stmt, error) {
+		return nil, &mysql.MySQLError{Number: 1064, Message: "syntax error"}
+	}
+	if _, err := st.ListProperties(ctx, s, parseProps(t, queries[0])); err == nil {
+		t.Error("a prepare failing with error 1064 was not reported")
+	}
+}
