@@ -67,20 +67,7 @@ func TestMySQLStatementCacheBound(t *testing.T) {
 		return p - c
 	}
 	queries := listShapes()
-	cached := st.stmts
-	st.stmts = nil
-	want := make([][]upstream.Property, len(queries))
-	for i, q := range queries {
-		ps, err := st.ListProperties(ctx, s, parseProps(t, q))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(ps) == 0 {
-			t.Fatalf("%s: no properties; the test needs some", q)
-		}
-		want[i] = ps
-	}
-	st.stmts = cached
+	want := unpreparedAnswers(t, st, s, queries)
 	base := open() // unprepared queries prepare and close at once: 0
 	maxOpen := 0
 	for round := range 2 {
@@ -119,17 +106,7 @@ func TestMySQLTooManyPrepared(t *testing.T) {
 	ctx := context.Background()
 	s := upstream.Scope{Tenant: "harbour", Country: "au"}
 	queries := listShapes()[:6]
-	cached := st.stmts
-	st.stmts = nil
-	want := make([][]upstream.Property, len(queries))
-	for i, q := range queries {
-		ps, err := st.ListProperties(ctx, s, parseProps(t, q))
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[i] = ps
-	}
-	st.stmts = cached
+	want := unpreparedAnswers(t, st, s, queries)
 	prepares := 0
 	st.stmts.prepare = func(context.Context, string) (*sql.Stmt, error) {
 		prepares++

@@ -45,17 +45,7 @@ func TestStatementCacheEvictsInUse(t *testing.T) {
 	for _, order := range []string{"id", "price", "suburb", "bedrooms", "last_updated", "agency_id"} {
 		queries = append(queries, "detail=full&limit=12&order="+order, "limit=5&offset=3&order="+order)
 	}
-	cached := st.stmts
-	st.stmts = nil // the reference answers, unprepared
-	want := make([][]upstream.Property, len(queries))
-	for i, q := range queries {
-		ps, err := st.ListProperties(ctx, s, parseProps(t, q))
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[i] = ps
-	}
-	st.stmts = cached
+	want := unpreparedAnswers(t, st, s, queries)
 	st.stmts.max = 2
 
 	const workers = 6
@@ -88,4 +78,25 @@ func TestStatementCacheEvictsInUse(t *testing.T) {
 	if n := len(st.stmts.texts()); n > 2 {
 		t.Errorf("%d statements cached, want at most 2", n)
 	}
+}
+
+// unpreparedAnswers returns st's answers to queries in scope s with its
+// statement cache off: the reference answers of the cache's tests.
+func unpreparedAnswers(t *testing.T, st *Store, s upstream.Scope, queries []string) [][]upstream.Property {
+	t.Helper()
+	cached := st.stmts
+	st.stmts = nil
+	defer func() { st.stmts = cached }()
+	want := make([][]upstream.Property, len(queries))
+	for i, q := range queries {
+		ps, err := st.ListProperties(context.Background(), s, parseProps(t, q))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ps) == 0 {
+			t.Fatalf("%s: no properties; the test needs some", q)
+		}
+		want[i] = ps
+	}
+	return want
 }
