@@ -127,7 +127,7 @@ func (s *Store) eachPgx(ctx context.Context, name string, q *query, f func(pgx.R
 func (s *Store) eachOnce(ctx context.Context, q *query, f func(*sql.Rows) error) error {
 	var rows *sql.Rows
 	var err error
-	if s.stmts != nil {
+	if s.stmts != nil && !q.unprepared {
 		var st *sql.Stmt
 		var release func()
 		st, release, err = s.stmts.get(ctx, q.String())

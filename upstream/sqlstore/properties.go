@@ -319,6 +319,10 @@ func (s *Store) geoCandidatesQuery(tenant int64, country string, r propertyReque
 		return nil, err
 	}
 	q.limitOffset(limit, offset)
+	// MariaDB runs this statement re-executed from its cache 1.4 times
+	// slower than prepared afresh (geo 5 km offset 1000: geo_candidates
+	// 6.9 -> 17.6 ms median, docs/sql.md "Prepared statements on MariaDB").
+	_, q.unprepared = s.d.(mysqlDialect)
 	return q, nil
 }
 

@@ -18,6 +18,9 @@ type query struct {
 	d    dialect
 	b    strings.Builder
 	args []any
+	// unprepared keeps the statement out of the statement cache (see
+	// stmtCache): run as a one-off, prepared and closed each time.
+	unprepared bool
 }
 
 func newQuery(d dialect) *query { return &query{d: d} }
