@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"listingproxy/config"
+	"listingproxy/internal/testkit"
 )
 
 func TestSeedCommand(t *testing.T) {
@@ -118,36 +119,26 @@ func TestNotifyPurgesCache(t *testing.T) {
 	a, db := notifyApp(t)
 	// Wait for the listener (its connection carries the test's
 	// application_name), which purges everything once when it connects.
-	for i := 0; ; i++ {
+	testkit.WaitFor(t, "the change listener to connect", func() bool {
 		var n int
 		if err := db.QueryRow("SELECT count(*) FROM pg_stat_activity WHERE application_name = current_setting('application_name') AND query LIKE 'LISTEN %'").Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		if n > 0 {
-			break
-		}
-		if i == 500 {
-			t.Fatal("the change listener never connected")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return n > 0
+	})
 	target := "/au/properties/1.json"
-	for i := 0; ; i++ {
+	testkit.WaitFor(t, "a cache hit for "+target, func() bool {
 		w := demoGet(t, a.handler, "harbour", target)
 		if strings.Contains(w.Body.String(), "Changed by the legacy app") {
 			t.Fatalf("unexpected body %s", w.Body)
 		}
-		if strings.Contains(w.Header().Get("Cache-Status"), "hit") {
-			break
-		}
-		if i == 500 {
-			t.Fatalf("never a cache hit: Cache-Status = %q", w.Header().Get("Cache-Status"))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return strings.Contains(w.Header().Get("Cache-Status"), "hit")
+	})
 	if _, err := db.Exec("UPDATE properties SET description = 'Changed by the legacy app' WHERE id = 1"); err != nil {
 		t.Fatal(err)
 	}
+	// This bound is part of what the test shows, not a watchdog: it must
+	// stay well under the 60s TTL, or an expiry could explain the new body.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		w := demoGet(t, a.handler, "harbour", target)
