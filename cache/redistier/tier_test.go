@@ -235,6 +235,27 @@ func TestTenantsAndPermissionsNeverShare(t *testing.T) {
 }
 
 // purgesSeen waits until every replica has received n purges.
+// raceEnds lets a fill that raced a purge on rs[1] finish and checks that
+// neither Redis nor any replica kept it: each refills with the loader's
+// new body.
+func raceEnds(t *testing.T, rs []*replica, k cache.Key, release chan struct{}, done chan error) {
+	t.Helper()
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if e, _, err := rs[1].tier.Get(context.Background(), k); err != nil || e != nil {
+		t.Errorf("Redis holds the fill that raced the purge (%v)", err)
+	}
+	purgesSeen(t, rs, 1)
+	for i, r := range rs {
+		e, _, err := r.store.Get(context.Background(), k, pol, loaderOf("after the purge"))
+		if err != nil || string(e.Body) != "after the purge" {
+			t.Errorf("replica %d after the purge: %q, %v", i, e.Body, err)
+		}
+	}
+}
+
 func purgesSeen(t *testing.T, rs []*replica, n uint64) {
 	t.Helper()
 	testkit.WaitFor(t, "the purge to reach every replica", func() bool {
@@ -313,20 +334,7 @@ func TestPurgeRacingAFillOnAnotherReplica(t *testing.T) {
 	if err := rs[1].store.PurgeContext(context.Background(), cache.Purge{Tenant: "summit", Resource: "property", Mode: cache.Soft}); err != nil {
 		t.Fatal(err)
 	}
-	close(release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if e, _, err := rs[1].tier.Get(context.Background(), key); err != nil || e != nil {
-		t.Errorf("Redis holds the fill that raced the purge (%v)", err)
-	}
-	purgesSeen(t, rs, 1)
-	for i, r := range rs {
-		e, _, err := r.store.Get(context.Background(), key, pol, loaderOf("after the purge"))
-		if err != nil || string(e.Body) != "after the purge" {
-			t.Errorf("replica %d after the purge: %q, %v", i, e.Body, err)
-		}
-	}
+	raceEnds(t, rs, key, release, done)
 }
 
 // TestNewReplicaStartsWarm: with the backend down, a replica started after
@@ -671,18 +679,5 @@ func TestPurgeTagsRacingAFillOnAnotherReplica(t *testing.T) {
 	if cov, _ := rs[0].tier.Covering(context.Background(), other, []cache.Tag{agent}); cov != 0 {
 		t.Errorf("Covering of another tenant's body with the tag = %d, want 0", cov)
 	}
-	close(release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if e, _, err := rs[1].tier.Get(context.Background(), list); err != nil || e != nil {
-		t.Errorf("Redis holds the fill that raced the purge (%v)", err)
-	}
-	purgesSeen(t, rs, 1)
-	for i, r := range rs {
-		e, _, err := r.store.Get(context.Background(), list, pol, loaderOf("after the purge"))
-		if err != nil || string(e.Body) != "after the purge" {
-			t.Errorf("replica %d after the purge: %q, %v", i, e.Body, err)
-		}
-	}
+	raceEnds(t, rs, list, release, done)
 }
