@@ -73,11 +73,35 @@ func (s *Store) agents(ctx context.Context, sc upstream.Scope, r agentRequest) (
 }
 
 // agentPageQuery is the statement of an agent page.
+//
+// On MySQL a page filtered by name or username (and not by id) is
+// selected by a deferred join over the index of that column, forced: the
+// filter (a substring match of lower(name), or lower(username)) is tested
+// on each of the scope's index entries (tenant_id, country, name, id),
+// index-only, and only the page's rows are read whole. Left to choose,
+// MariaDB walks agents_tc_id or the primary key and reads every agent of
+// the scope from the table to test it (5,000 at a million properties:
+// 11-13 ms of execution against 2 ms; docs/sql.md, "Agent name search on
+// MariaDB"). MariaDB has no functional indexes, so no index range serves
+// lower(); PostgreSQL and SQLite are left as they are. A view, or a table
+// without the index, keeps the plain statement (see detectHints).
 func (s *Store) agentPageQuery(tenant int64, country string, r agentRequest) (*query, error) {
 	q := newQuery(s.d)
-	q.add("SELECT ", agentColumns, " FROM agents a")
-	conds := []string{"a.tenant_id = " + q.arg(tenant), "a.country = " + q.arg(country)}
 	f := r.filter
+	index := ""
+	switch {
+	case len(f.IDs) > 0: // the primary key
+	case f.Name != "":
+		index = s.agentTextIndex("name")
+	case f.Username != "":
+		index = s.agentTextIndex("username")
+	}
+	if index == "" {
+		q.add("SELECT ", agentColumns, " FROM agents a")
+	} else {
+		q.add("SELECT ", agentColumns, " FROM (SELECT a.id FROM agents a FORCE INDEX (", index, ")")
+	}
+	conds := []string{"a.tenant_id = " + q.arg(tenant), "a.country = " + q.arg(country)}
 	if len(f.IDs) > 0 {
 		conds = append(conds, in(q, "a.id", f.IDs))
 	}
@@ -92,6 +116,12 @@ func (s *Store) agentPageQuery(tenant int64, country string, r agentRequest) (*q
 		return nil, err
 	}
 	q.limitOffset(r.limit, r.offset)
+	if index != "" {
+		q.add(") page JOIN agents a ON a.id = page.id")
+		if err := q.orderBy(r.order, agentOrder, "a.id"); err != nil {
+			return nil, err
+		}
+	}
 	return q, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	gocmp "github.com/google/go-cmp/cmp"
+
+	"listingproxy/upstream"
 )
 
 // openMySQL opens a store on a fresh database of the MySQL or MariaDB server
@@ -124,5 +127,65 @@ func TestMySQLIndexUpgrade(t *testing.T) {
 	}
 	if err := st.Migrate(ctx); err != nil { // idempotent
 		t.Fatal(err)
+	}
+}
+
+// TestMySQLAgentTextFilterPlans: an agent list filtered by name or
+// username reads the scope from the index of that column alone (a deferred
+// join, the index forced; the filter tested on its entries: "Using index",
+// or "Using index condition" when the order needs another column) and the
+// page's rows by primary key; by id it
+// keeps the primary key. A table without those indexes (a legacy one, or
+// after they are dropped) gets the plain statement, and the same answers.
+func TestMySQLAgentTextFilterPlans(t *testing.T) {
+	st := seededMySQL(t, Config{})
+	ctx := context.Background()
+	sc := upstream.Scope{Tenant: "harbour", Country: "au"}
+	queries := []string{"name=smith", "name=a&order=username&limit=3&offset=2", "username=JANE.SMITH&order=name"}
+	want := map[string][]int64{}
+	for _, q := range queries {
+		c := parseAgents(t, q)
+		plan := mustExplain(t, st, sc, c)
+		index := "agents_tc_name"
+		if strings.HasPrefix(q, "username") {
+			index = "agents_tc_username"
+		}
+		if !strings.Contains(plan, "<derived2>") || !regexp.MustCompile(`select_type: DERIVED, table: a, .* key: `+index+`, .*Extra: .*Using index`).MatchString(plan) {
+			t.Errorf("%s: want a deferred join over %s alone (Using index), got\n%s", q, index, plan)
+		}
+		if p := st.PlanProblems(plan); len(p) > 0 {
+			t.Errorf("%s: problems %q in\n%s", q, p, plan)
+		}
+		as, err := st.ListAgents(ctx, sc, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[q] = ids(as)
+	}
+	if len(want["name=smith"]) == 0 || len(want["username=JANE.SMITH&order=name"]) != 1 {
+		t.Fatalf("fixture: name=smith found %v, username found %v; want some and one", want["name=smith"], want["username=JANE.SMITH&order=name"])
+	}
+	if plan := mustExplain(t, st, sc, parseAgents(t, "id=1&name=smith")); strings.Contains(plan, "<derived") {
+		t.Errorf("by id: want the primary key, no deferred join, got\n%s", plan)
+	}
+
+	if _, err := st.db.ExecContext(ctx, "ALTER TABLE agents DROP KEY agents_tc_name, DROP KEY agents_tc_username"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.detectHints(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range queries {
+		c := parseAgents(t, q)
+		if plan := mustExplain(t, st, sc, c); strings.Contains(plan, "<derived") {
+			t.Errorf("%s without the indexes: want the plain statement, got\n%s", q, plan)
+		}
+		as, err := st.ListAgents(ctx, sc, c)
+		if err != nil {
+			t.Fatalf("%s without the indexes: %v", q, err)
+		}
+		if diff := gocmp.Diff(want[q], ids(as)); diff != "" {
+			t.Errorf("%s without the indexes: ids (-with +without):\n%s", q, diff)
+		}
 	}
 }

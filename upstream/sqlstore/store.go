@@ -210,6 +210,11 @@ type Store struct {
 	// fromProperties is the FROM item of the page and geo statements (see
 	// detectHints).
 	fromProperties string
+	// agentTextIndexes are the agents indexes of the name and username
+	// filters that a MySQL agents table has (by column: "name" ->
+	// "agents_tc_name"), see detectHints and agentPageQuery; empty
+	// elsewhere.
+	agentTextIndexes map[string]string
 }
 
 var _ upstream.Backend = (*Store)(nil)
@@ -409,8 +414,15 @@ func (s *Store) Ready() error {
 // most of the table (0.7 s at a million properties), instead of the
 // (tenant_id, country, ...) indexes, which hold the primary key in order too.
 // Open and Migrate call it.
+//
+// It also finds which of the indexes agents_tc_name and agents_tc_username
+// (tenant_id, country, name or username) a MySQL agents table has, as the
+// schema declares them: an agent list filtered by name or username forces
+// that index (see agentPageQuery), which a view or a table without it would
+// refuse.
 func (s *Store) detectHints(ctx context.Context) error {
 	from := "properties p"
+	var agentIndexes map[string]string
 	if _, ok := s.d.(mysqlDialect); ok {
 		var n int
 		err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM information_schema.STATISTICS "+
@@ -421,11 +433,48 @@ func (s *Store) detectHints(ctx context.Context) error {
 		if n > 0 {
 			from = "properties p IGNORE INDEX FOR ORDER BY (PRIMARY)"
 		}
+		if agentIndexes, err = s.mysqlAgentTextIndexes(ctx); err != nil {
+			return fmt.Errorf("sqlstore: inspect agents: %w", err)
+		}
 	}
 	s.mu.Lock()
 	s.fromProperties = from
+	s.agentTextIndexes = agentIndexes
 	s.mu.Unlock()
 	return nil
+}
+
+// mysqlAgentTextIndexes returns, by column, the indexes of schema/mysql.sql
+// on (tenant_id, country, name) and (tenant_id, country, username) that the
+// agents table has, under those names and on those columns.
+func (s *Store) mysqlAgentTextIndexes(ctx context.Context) (map[string]string, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT INDEX_NAME, GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX) "+
+		"FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'agents' "+
+		"AND INDEX_NAME IN ('agents_tc_name', 'agents_tc_username') GROUP BY INDEX_NAME")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	found := map[string]string{}
+	for rows.Next() {
+		var name, cols string
+		if err := rows.Scan(&name, &cols); err != nil {
+			return nil, err
+		}
+		col := strings.TrimPrefix(name, "agents_tc_")
+		if strings.EqualFold(cols, "tenant_id,country,"+col) {
+			found[col] = name
+		}
+	}
+	return found, rows.Err()
+}
+
+// agentTextIndex is the index agentPageQuery forces for a filter on the
+// agents column col ("name" or "username"), or "" for none.
+func (s *Store) agentTextIndex(col string) string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.agentTextIndexes[col]
 }
 
 func (s *Store) propertiesFrom() string {
