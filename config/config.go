@@ -27,6 +27,7 @@ type Config struct {
 	AdminListen string   `yaml:"admin_listen"` // metrics, health, pprof, purge; default DefaultAdminListen; "off" disables
 	Countries   []string `yaml:"countries"`    // country segments served; default DefaultCountries
 	MaxResults  int      `yaml:"max_results"`  // results of a list without limit, and the cap on limit; 0: proxy.DefaultMaxResults
+	MaxOffset   int      `yaml:"max_offset"`   // the largest offset of a list (SQL backends); 0: no cap
 
 	Backends map[string]Backend `yaml:"backends"`
 	Tenants  map[string]Tenant  `yaml:"tenants"`
@@ -129,6 +130,10 @@ type CRMBackend struct {
 	// which decides, as it did for its own clients. The top-level
 	// max_results does not apply to CRM backends.
 	MaxResults int `yaml:"max_results"`
+	// MaxOffset is the largest offset of a list of this CRM's tenants; 0
+	// (the default): no cap. The top-level max_offset does not apply to
+	// CRM backends.
+	MaxOffset int `yaml:"max_offset"`
 	// Rerender renders answers from the model instead of passing the CRM's
 	// records through (docs/crm.md, "Pass-through"); default false.
 	Rerender bool `yaml:"rerender"`

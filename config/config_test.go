@@ -150,7 +150,7 @@ func TestProblemsAreListedAndLocated(t *testing.T) {
 countries: [au, xx]
 backends:
   main: {kind: postgres, dsn: "${PG_DSN}", prepared_statements: -1}
-  crm: {kind: crm, url: "ftp://x", hydrate: sometimes, max_elements: -1, max_results: -1}
+  crm: {kind: crm, url: "ftp://x", hydrate: sometimes, max_elements: -1, max_results: -1, max_offset: -5}
   odd: {kind: oracle}
 tenants:
   a: {backend: missing}
@@ -160,6 +160,7 @@ users:
   - {username: u1, password_bcrypt: "` + validHash + `", tenant: zzz}
 cache: {max_bytes: 10KiB, ttls: {houses: 5s}, fill_timeout: 1m}
 log: {level: loud}
+max_offset: -1
 `
 	_, err := config.Parse("c.yaml", []byte(src), noEnv)
 	if err == nil {
@@ -179,6 +180,7 @@ log: {level: loud}
 		`c.yaml:5: backends.crm.hydrate: invalid value "sometimes" (want auto, always or never)`,
 		`c.yaml:5: backends.crm.max_elements: must not be negative (0: the default)`,
 		`c.yaml:5: backends.crm.max_results: must be between 1 and 100000, or 0 for no cap, got -1`,
+		`c.yaml:5: backends.crm.max_offset: must not be negative (0: no cap), got -5`,
 		`c.yaml:6: backends.odd.kind: unknown kind "oracle" (want sqlite, postgres, mysql or crm)`,
 		`c.yaml:8: tenants.a.backend: unknown backend "missing"`,
 		`c.yaml:9: tenants.b.upstream_username: a tenant on a crm backend needs upstream_username and upstream_password`,
@@ -190,6 +192,7 @@ log: {level: loud}
 		`c.yaml:13: cache.ttls.houses: unknown resource "houses" (want properties, property, agents, agent)`,
 		`c.yaml:13: cache.fill_timeout: 1m0s: must be shorter than server.write_timeout (30s), or a client waiting on a slow fill loses its connection before its 503`,
 		`c.yaml:14: log.level: unknown level "loud" (want debug, info, warn or error)`,
+		`c.yaml:15: max_offset: must not be negative (0: no cap), got -1`,
 	}
 	if diff := cmp.Diff(want, []string(probs)); diff != "" {
 		t.Errorf("problems mismatch (-want +got):\n%s", diff)

@@ -138,6 +138,9 @@ func (c *Config) validate() []problem {
 	if c.MaxResults < 0 || c.MaxResults > 100000 {
 		add("max_results", "must be between 1 and 100000 (0: the default), got %d", c.MaxResults)
 	}
+	if c.MaxOffset < 0 {
+		add("max_offset", "must not be negative (0: no cap), got %d", c.MaxOffset)
+	}
 
 	if len(c.Backends) == 0 {
 		add("backends", "at least one backend is required")
@@ -182,6 +185,9 @@ func (c *Config) validate() []problem {
 			}
 			if cb.MaxResults < 0 || cb.MaxResults > 100000 {
 				add(p+".max_results", "must be between 1 and 100000, or 0 for no cap, got %d", cb.MaxResults)
+			}
+			if cb.MaxOffset < 0 {
+				add(p+".max_offset", "must not be negative (0: no cap), got %d", cb.MaxOffset)
 			}
 		case b.Kind == "":
 			add(p+".kind", "required (%s)", kindList())

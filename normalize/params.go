@@ -177,7 +177,15 @@ var params = []paramRow{
 	{
 		names: []string{"offset"}, lists: both, role: always,
 		parse: func(ps *parser, p param, c *Criteria) {
-			if n, ok := single(ps, p, pageNumber, pageMsg); ok {
+			parse, msg := pageNumber, pageMsg
+			if m := ps.o.MaxOffset; m > 0 { // past the cap, as past 2147483647
+				parse = func(s string) (int, bool) {
+					n, ok := pageNumber(s)
+					return n, ok && n <= m
+				}
+				msg = offsetMsg + strconv.Itoa(m)
+			}
+			if n, ok := single(ps, p, parse, msg); ok {
 				c.offset = n
 			}
 		},

@@ -23,6 +23,10 @@ type Options struct {
 	// multi-valued parameter (order excepted: its whitelist bounds it); more
 	// is an error on that parameter. Default 500 when <= 0.
 	MaxValues int
+	// MaxOffset is the largest offset accepted; a larger one is an error
+	// on offset. 0 (the default) or negative: no cap. A deep page costs
+	// the backend in proportion to its offset (docs/sql.md, "max_offset").
+	MaxOffset int
 }
 
 func (o Options) maxResults() int {
@@ -263,6 +267,7 @@ const (
 	priceMsg    = "Invalid %s %q: must be a number from 0 to 1000000000000000, written as digits with an optional decimal point"
 	roomsMsg    = "Invalid %s %q: must be a whole number from 0 to 1000"
 	pageMsg     = "Invalid %s %q: must be a whole number from 0 to 2147483647"
+	offsetMsg   = "Invalid %s %q: must be a whole number from 0 to " // + Options.MaxOffset
 	categoryMsg = "Invalid %s %q: must be Residential, Commercial or Agricultural"
 	statusMsg   = "Invalid %s %q: must be current, contract, sold or rented"
 	featuredMsg = "Invalid %s %q: the only accepted value is true"

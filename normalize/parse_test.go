@@ -100,6 +100,8 @@ func TestParsePropertiesValid(t *testing.T) {
 		{"limit capped", "limit=2147483647&offset=2147483647", normalize.Options{}, view{Limit: 1000, Offset: 2147483647, Order: def}},
 		{"max results option", "", normalize.Options{MaxResults: 50}, view{Limit: 50, Order: def}},
 		{"max results option caps", "limit=60", normalize.Options{MaxResults: 50}, view{Limit: 50, Order: def}},
+		{"offset at max offset", "offset=10000", normalize.Options{MaxOffset: 10000}, view{Limit: 1000, Offset: 10000, Order: def}},
+		{"negative max offset: no cap", "offset=2147483647", normalize.Options{MaxOffset: -1}, view{Limit: 1000, Offset: 2147483647, Order: def}},
 		{"order plain before array form", "order=price&order[]=ID&order=status", normalize.Options{}, view{Limit: 1000, Order: []string{"price", "status", "id"}}},
 		{"order duplicates dropped", "order=Price&order=price&order=bedrooms", normalize.Options{}, view{Limit: 1000, Order: []string{"price", "bedrooms", "id"}}},
 		{"order after id dropped", "order=approved&order=id&order=price", normalize.Options{}, view{Limit: 1000, Order: []string{"approved", "id"}}},
@@ -210,6 +212,8 @@ func TestParsePropertiesErrors(t *testing.T) {
 		{"limit negative", "limit=-1", normalize.Options{}, normalize.Errors{e("limit", `Invalid limit "-1": must be a whole number from 0 to 2147483647`)}},
 		{"limit overflow", "limit=2147483648", normalize.Options{}, normalize.Errors{e("limit", `Invalid limit "2147483648": must be a whole number from 0 to 2147483647`)}},
 		{"offset fraction", "offset=1.5", normalize.Options{}, normalize.Errors{e("offset", `Invalid offset "1.5": must be a whole number from 0 to 2147483647`)}},
+		{"offset past max offset", "offset=10001&offset=10001", normalize.Options{MaxOffset: 10000}, normalize.Errors{e("offset", `Invalid offset "10001": must be a whole number from 0 to 10000`)}},
+		{"offset invalid with max offset", "offset=x", normalize.Options{MaxOffset: 10000}, normalize.Errors{e("offset", `Invalid offset "x": must be a whole number from 0 to 10000`)}},
 		{"order unknown", "order=price&order=foo", normalize.Options{}, normalize.Errors{e("order", `Invalid order "foo"`+orderRule)}},
 		{"order with direction", "order=price+desc", normalize.Options{}, normalize.Errors{e("order", `Invalid order "price desc"`+orderRule)}},
 		{"order invalid after id", "order=id&order=foo", normalize.Options{}, normalize.Errors{e("order", `Invalid order "foo"`+orderRule)}},
@@ -321,6 +325,13 @@ func TestParseAgentsErrors(t *testing.T) {
 				t.Errorf("ParseAgents(%q) errors mismatch (-want +got):\n%s", tt.query, diff)
 			}
 		})
+	}
+	// max_offset bounds agent lists too.
+	q := "offset=501"
+	_, got := normalize.ParseAgents(mustQuery(t, q), normalize.Options{MaxOffset: 500})
+	want := normalize.Errors{e("offset", `Invalid offset "501": must be a whole number from 0 to 500`)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ParseAgents(%q) with MaxOffset 500: errors mismatch (-want +got):\n%s", q, diff)
 	}
 }
 

@@ -187,11 +187,8 @@ func (s *Server) criteria(r *request, res normalize.Resource, parse func(url.Val
 // copies nothing (Criteria is a few hundred bytes).
 func (s *Server) canonical(r *request, res normalize.Resource, parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors)) (_ *normalize.Criteria, memoised bool, _ error) {
 	raw := r.URL.RawQuery
-	norm := s.norm
-	if m := r.who.tenant.MaxResults; m != 0 {
-		norm.MaxResults = m
-	}
-	c, memoised := s.memo.get(memoKey{res, norm.MaxResults, raw})
+	norm := s.normFor(r.who.tenant)
+	c, memoised := s.memo.get(memoKey{res, norm.MaxResults, norm.MaxOffset, raw})
 	if !memoised {
 		q, err := parseQuery(raw)
 		if err != nil {
@@ -202,12 +199,25 @@ func (s *Server) canonical(r *request, res normalize.Resource, parse func(url.Va
 			return nil, false, s.criteriaErrors(r, q, parsed, errs)
 		}
 		c = &parsed
-		s.memo.put(memoKey{res, norm.MaxResults, raw}, c)
+		s.memo.put(memoKey{res, norm.MaxResults, norm.MaxOffset, raw}, c)
 	}
 	if c.Detail() == normalize.Full && r.who.perms&PermFull == 0 {
 		return c, memoised, normalize.Errors{{Field: "detail", Message: msgNeedFull}}
 	}
 	return c, memoised, nil
+}
+
+// normFor is the normalisation options of t's lists: the server's, with
+// the tenant's caps where it sets its own.
+func (s *Server) normFor(t *Tenant) normalize.Options {
+	norm := s.norm
+	if t.MaxResults != 0 {
+		norm.MaxResults = t.MaxResults
+	}
+	if t.MaxOffset != 0 {
+		norm.MaxOffset = t.MaxOffset
+	}
+	return norm
 }
 
 // parseQuery parses a raw query strictly: a query that url.ParseQuery

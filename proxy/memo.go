@@ -7,7 +7,7 @@ import (
 // criteriaMemo remembers the canonical criteria of raw query strings that
 // parsed cleanly, so a cache hit does not parse the query again. Criteria
 // are immutable and depend on the caller only through the tenant's
-// result cap, which is part of the key.
+// result and offset caps, which are part of the key.
 //
 // It is a CLOCK memo (clockMemo) bounded in entries and in bytes, so a hit
 // among many hot keys stays a map lookup: the former memo of 4,096 entries
@@ -19,6 +19,7 @@ type criteriaMemo = clockMemo[memoKey, *normalize.Criteria]
 type memoKey struct {
 	resource normalize.Resource
 	max      int // normalize.Options.MaxResults: tenants may differ
+	maxOff   int // normalize.Options.MaxOffset: tenants may differ
 	raw      string
 }
 

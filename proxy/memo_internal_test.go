@@ -67,7 +67,7 @@ func TestCriteriaMemoCost(t *testing.T) {
 				if errs != nil {
 					t.Fatalf("%s: %v", raw, errs)
 				}
-				k := memoKey{normalize.Properties, 1000, raw}
+				k := memoKey{normalize.Properties, 1000, 0, raw}
 				cost += memoCost(k, &c)
 				m.put(k, &c)
 			}

@@ -116,10 +116,7 @@ func (s *Server) URLTag(tenant, target string) (cache.Tag, error) {
 		}
 		return urlTag(res, country, strconv.FormatInt(id, 10)), nil
 	}
-	norm := s.norm
-	if t.MaxResults != 0 {
-		norm.MaxResults = t.MaxResults
-	}
+	norm := s.normFor(t)
 	q, err := parseQuery(u.RawQuery)
 	if err != nil {
 		return 0, fmt.Errorf("url %q: %v", target, err)

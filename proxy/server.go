@@ -47,6 +47,10 @@ type Tenant struct {
 	// negative means no cap, the limit the client gave (or none) goes to
 	// the backend, which decides (a legacy CRM, as it did for its clients).
 	MaxResults int
+	// MaxOffset overrides Options.MaxOffset for this tenant: 0 keeps it;
+	// negative means no cap (a legacy CRM's tenants unless their backend
+	// sets one).
+	MaxOffset int
 	// JSONSingleObject renders a JSON collection of exactly one item as
 	// that object rather than a one-element array, as some old clients
 	// expect (docs/api.md, compatibility switches). Default off.
@@ -81,6 +85,9 @@ type Options struct {
 	// MaxResults is the limit of a list without one and the cap on a given
 	// limit. Default DefaultMaxResults.
 	MaxResults int
+	// MaxOffset is the largest offset a list accepts; a larger one is a
+	// criteria error on offset. 0 (the default): no cap.
+	MaxOffset int
 	// Cache stores rendered bodies. Nil: every request calls the backend.
 	Cache *cache.Store
 	// Policy returns the freshness policy of a resource ("properties",
@@ -194,7 +201,7 @@ func New(users []User, tenants []Tenant, o Options) (*Server, error) {
 	s := &Server{
 		tenants:   tm,
 		countries: o.Countries,
-		norm:      normalize.Options{MaxResults: cmp.Or(o.MaxResults, DefaultMaxResults)},
+		norm:      normalize.Options{MaxResults: cmp.Or(o.MaxResults, DefaultMaxResults), MaxOffset: o.MaxOffset},
 		cache:     o.Cache,
 		now:       o.Now,
 		log:       o.Logger,

@@ -27,6 +27,7 @@ func TestLegacyQuirks(t *testing.T) {
 	var (
 		mu      sync.Mutex
 		queries []string
+		offsets []string
 		calls   = map[string]int{} // by path and detail
 	)
 	const record = `<property id="17" last_updated="Fri Nov 20 09:30:00 +1100 2026">
@@ -45,6 +46,7 @@ func TestLegacyQuirks(t *testing.T) {
 	crmSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		queries = append(queries, r.URL.Query().Get("limit")+"|"+fmt.Sprint(r.URL.Query().Has("limit")))
+		offsets = append(offsets, r.URL.Query().Get("offset"))
 		calls[r.URL.Path+"?"+r.URL.Query().Get("detail")]++
 		mu.Unlock()
 		w.Header().Set("Content-Type", "text/html; charset=UTF-8") // PHP's default
@@ -70,9 +72,10 @@ func TestLegacyQuirks(t *testing.T) {
 	cfg := `listen: "127.0.0.1:0"
 admin_listen: "127.0.0.1:0"
 countries: [au]
+max_offset: 10
 backends:
   legacy: {kind: crm, url: "` + crmSrv.URL + `"}
-  capped: {kind: crm, url: "` + crmSrv.URL + `", max_results: 1}
+  capped: {kind: crm, url: "` + crmSrv.URL + `", max_results: 1, max_offset: 100}
 tenants:
   plain: {backend: legacy, upstream_username: u, upstream_password: p}
   oldclient: {backend: legacy, upstream_username: u, upstream_password: p, compat: {json_single_object: true}}
@@ -193,6 +196,23 @@ users:
 	if got := lastQuery(); got != "1|true" {
 		t.Errorf("backend max_results 1: the CRM got %q, want 1", got)
 	}
+	// The top-level max_offset (10) is not a CRM tenant's: the client's
+	// offset goes to the CRM unless the backend sets its own cap.
+	get("plain", "/au/properties.xml?offset=5000")
+	mu.Lock()
+	if got := offsets[len(offsets)-1]; got != "5000" {
+		t.Errorf("offset=5000 under a top-level max_offset of 10: the CRM got offset %q, want 5000", got)
+	}
+	n := len(offsets)
+	mu.Unlock()
+	if body, want := get("small", "/au/properties.json?offset=101"), `{"errors":{"count":"1","error":{"field":"offset","message":"Invalid offset \"101\": must be a whole number from 0 to 100"}}}`+"\n"; body != want {
+		t.Errorf("backend max_offset 100, offset=101: %s, want %s", body, want)
+	}
+	mu.Lock()
+	if len(offsets) != n {
+		t.Errorf("an offset past the backend's max_offset reached the CRM")
+	}
+	mu.Unlock()
 	// Every answer of the legacy backend carried each flaw once (how many
 	// calls hydration made is not this test's business); the capped
 	// backend answered one capped list.

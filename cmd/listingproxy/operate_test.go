@@ -412,9 +412,10 @@ func TestReloadBreakersAndRestartKeys(t *testing.T) {
 	changed := *a.cfg
 	changed.Breaker.Failures = 2
 	changed.Listen = "127.0.0.1:1"
+	changed.MaxOffset = 10
 	restart, err := a.reload(&changed)
-	if err != nil || strings.Join(restart, ",") != "listen" {
-		t.Fatalf("reload = %v, %v; want restart keys [listen]", restart, err)
+	if err != nil || strings.Join(restart, ",") != "listen,max_offset" {
+		t.Fatalf("reload = %v, %v; want restart keys [listen max_offset]", restart, err)
 	}
 	if got := breakerState(t, a, ""); got != "closed" {
 		t.Fatalf("after a reload with changed breaker settings: %s, want a fresh closed breaker", got)
@@ -423,8 +424,11 @@ func TestReloadBreakersAndRestartKeys(t *testing.T) {
 	if got := breakerState(t, a, ""); got != "open" {
 		t.Errorf("new breaker after 2 failures: %s, want open (failures: 2 applied)", got)
 	}
-	if a.cfg.Listen == "127.0.0.1:1" {
-		t.Error("the running config records a listen address that was not applied")
+	if a.cfg.Listen == "127.0.0.1:1" || a.cfg.MaxOffset == 10 {
+		t.Error("the running config records a listen address or max_offset that was not applied")
+	}
+	if body := demoGet(t, a.handler, "harbour", "/au/properties.json?offset=11&limit=1").Body.String(); strings.Contains(body, `"errors"`) {
+		t.Errorf("max_offset applied by a reload that needs a restart: %s", body)
 	}
 }
 

@@ -41,6 +41,7 @@ func needsRestart(cur, next *config.Config) []string {
 	check("admin_listen", cur.AdminListen, next.AdminListen)
 	check("countries", cur.Countries, next.Countries)
 	check("max_results", cur.MaxResults, next.MaxResults)
+	check("max_offset", cur.MaxOffset, next.MaxOffset)
 	check("backends", cur.Backends, next.Backends)
 	check("tenants", cur.Tenants, next.Tenants)
 	check("admin", cur.Admin, next.Admin)

@@ -166,6 +166,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		}
 		if cb := cfg.Backends[t.Backend].CRM; cb != nil {
 			pt.MaxResults = cmp.Or(cb.MaxResults, -1) // none unless the backend sets one
+			pt.MaxOffset = cmp.Or(cb.MaxOffset, -1)   // likewise
 			pt.ShareFetch = !cb.Rerender              // one CRM call serves every variant
 		}
 		if rl := t.RateLimit; rl != nil {
@@ -187,7 +188,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	}
 
 	opts := proxy.Options{
-		Countries: zones, MaxResults: cfg.MaxResults, Now: now, Logger: log, TracerProvider: tp,
+		Countries: zones, MaxResults: cfg.MaxResults, MaxOffset: cfg.MaxOffset, Now: now, Logger: log, TracerProvider: tp,
 		Observe: func(w http.ResponseWriter, i proxy.RequestInfo) {
 			telemetry.Annotate(w, telemetry.Annotation{Tenant: i.Tenant, Backend: i.Backend, User: i.User, Cache: i.Cache, AuthFailed: i.AuthFailed, Err: i.Err})
 			switch i.Rejection {

@@ -106,6 +106,9 @@ func mix(sc scope, perBlockProps, perBlockAgents int) []struct{ name, resource, 
 		{"agent_id x500 unknown", "properties", ids(4*perBlockAgents+1, 1)},
 		{"approved range", "properties", "approved_from=20240101&approved_to=20240331"},
 		{"order+offset", "properties", "order=price&offset=10000"},
+		// The same walk half as deep: the difference is the cost of 50,000
+		// entries of offset (docs/sql.md, "Deep pages and max_offset").
+		{"order+offset 50000", "properties", "order=suburb&offset=50000"},
 		{"order+offset deep", "properties", "order=suburb&offset=100000"},
 		{"agent name", "agents", "name=smith"},
 		{"agent name rare", "agents", "name=zzz"},
