@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -126,6 +127,69 @@ func TestNullTimeLayouts(t *testing.T) {
 		var n nullTime
 		if err := n.Scan(in); err == nil {
 			t.Errorf("Scan(%q) = %v, want an error", in, n.t)
+		}
+	}
+}
+
+// TestNumberScannersAgreeWithDatabaseSQL: int64Of, nullInt64Of and
+// nullFloat64Of read every value as database/sql reads it into an int64, a
+// sql.NullInt64 and a sql.NullFloat64, and refuse what it refuses.
+func TestNumberScannersAgreeWithDatabaseSQL(t *testing.T) {
+	values := []any{int64(42), int64(-7), int64(0), 2.5, 3.0, nil, "12", "1.5", "x", []byte("9"), true, time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}
+	for _, v := range values {
+		var want sql.NullInt64
+		wantErr := want.Scan(v)
+		if wantErr == nil && !want.Valid {
+			wantErr = errors.New("NULL")
+		}
+		got := int64(-1)
+		err := int64Of{&got}.Scan(v)
+		if (err != nil) != (wantErr != nil) || (err == nil && got != want.Int64) {
+			t.Errorf("int64Of.Scan(%#v) = %d, %v; NullInt64: %+v, %v", v, got, err, want, wantErr)
+		}
+	}
+	for _, v := range values {
+		var want sql.NullInt64
+		wantErr := want.Scan(v)
+		got := sql.NullInt64{Int64: -1, Valid: true}
+		err := nullInt64Of{&got}.Scan(v)
+		if (err != nil) != (wantErr != nil) || (err == nil && got != want) {
+			t.Errorf("nullInt64Of.Scan(%#v) = %+v, %v; NullInt64: %+v, %v", v, got, err, want, wantErr)
+		}
+	}
+	for _, v := range values {
+		var want sql.NullFloat64
+		wantErr := want.Scan(v)
+		got := sql.NullFloat64{Float64: -1, Valid: true}
+		err := nullFloat64Of{&got}.Scan(v)
+		if (err != nil) != (wantErr != nil) || (err == nil && got != want) {
+			t.Errorf("nullFloat64Of.Scan(%#v) = %+v, %v; NullFloat64: %+v, %v", v, got, err, want, wantErr)
+		}
+	}
+}
+
+// TestParseFixedUTCAgreesWithTimeParse: the fast path reads what
+// time.Parse reads with sqliteTimeLayout or dateLayout, to the same
+// instant, and leaves anything time.Parse refuses, and the other layouts
+// (a fraction of a second, which time.Parse accepts after a layout's
+// seconds), to the general path.
+func TestParseFixedUTCAgreesWithTimeParse(t *testing.T) {
+	for _, in := range []string{
+		"2026-03-14T09:26:53Z", "2026-03-14", "2024-02-29", "2023-02-29", "2026-04-31", "2026-12-31T23:59:59Z",
+		"0000-01-01", "2026-00-10", "2026-13-01", "2026-01-00", "2026-01-32", "2026-03-14T24:00:00Z",
+		"2026-03-14T09:60:00Z", "2026-03-14T09:26:60Z", "2026-03-14 09:26:53Z", "2026-03-14T09:26:53+", "2026/03/14",
+		"2026-3-14", "20a6-03-14", "2026-03-14T09:26:5Z", "2026-03-14T09:26:53.5Z", "", "2026-+3-14",
+	} {
+		got, ok := parseFixedUTC(in)
+		want, err := time.Parse(sqliteTimeLayout, in)
+		if err != nil {
+			want, err = time.Parse(dateLayout, in)
+		}
+		if ok && (err != nil || !got.Equal(want) || got.Location() != time.UTC) {
+			t.Errorf("parseFixedUTC(%q) = %v; time.Parse: %v, %v", in, got, want, err)
+		}
+		if !ok && err == nil && (len(in) == len(sqliteTimeLayout) || len(in) == len(dateLayout)) {
+			t.Errorf("parseFixedUTC(%q) refused what time.Parse reads as %v", in, want)
 		}
 	}
 }

@@ -730,6 +730,7 @@ func (s *Store) queryProperties(ctx context.Context, name string, q *query) ([]u
 type propertyScanner struct {
 	p                                      upstream.Property
 	lastUpdated, approved                  nullTime
+	latitude, longitude                    sql.NullFloat64
 	priceFrom, priceTo, floorSize, lotSize sql.NullFloat64
 	bedrooms, bathrooms                    sql.NullInt64
 	dest                                   []any
@@ -745,17 +746,19 @@ type propertyNumbers struct {
 func (sc *propertyScanner) scan(rows *sql.Rows) (upstream.Property, error) {
 	p := &sc.p
 	if sc.dest == nil {
-		sc.dest = []any{&p.ID, textOrEmpty{&p.AgencyID}, &sc.lastUpdated, &sc.approved, textOrEmpty{&p.StreetNumber}, textOrEmpty{&p.StreetName},
-			flagOrFalse{&p.AddressDisplay}, textOrEmpty{&p.Status}, &p.Latitude, &p.Longitude, textOrEmpty{&p.PriceText}, &sc.priceFrom, &sc.priceTo,
+		sc.dest = []any{int64Of{&p.ID}, textOrEmpty{&p.AgencyID}, &sc.lastUpdated, &sc.approved, textOrEmpty{&p.StreetNumber}, textOrEmpty{&p.StreetName},
+			flagOrFalse{&p.AddressDisplay}, textOrEmpty{&p.Status}, nullFloat64Of{&sc.latitude}, nullFloat64Of{&sc.longitude}, textOrEmpty{&p.PriceText},
+			nullFloat64Of{&sc.priceFrom}, nullFloat64Of{&sc.priceTo},
 			textOrEmpty{&p.PriceType}, textOrEmpty{&p.Category}, textOrEmpty{&p.PropertyType}, textOrEmpty{&p.Suburb}, textOrEmpty{&p.Area},
-			textOrEmpty{&p.Region}, &sc.bedrooms, &sc.bathrooms, &sc.floorSize, &sc.lotSize, textOrEmpty{&p.BuiltIn}, textOrEmpty{&p.Description},
-			flagOrFalse{&p.Featured}}
+			textOrEmpty{&p.Region}, nullInt64Of{&sc.bedrooms}, nullInt64Of{&sc.bathrooms}, nullFloat64Of{&sc.floorSize}, nullFloat64Of{&sc.lotSize},
+			textOrEmpty{&p.BuiltIn}, textOrEmpty{&p.Description}, flagOrFalse{&p.Featured}}
 	}
 	*p = upstream.Property{}
 	if err := rows.Scan(sc.dest...); err != nil {
 		return upstream.Property{}, err
 	}
 	p.LastUpdated, p.Approved = sc.lastUpdated.t, sc.approved.t
+	setCoordinates(p, sc.latitude, sc.longitude)
 	setNumbers(p, sc.priceFrom, sc.priceTo, sc.floorSize, sc.lotSize, sc.bedrooms, sc.bathrooms)
 	return *p, nil
 }
@@ -810,14 +813,20 @@ func (sc *pgxPropertyScanner) scan(rows pgx.Rows) (upstream.Property, error) {
 		Area: sc.area.String, Region: sc.region.String, BuiltIn: sc.builtIn.String, Description: sc.description.String,
 		Featured: sc.featured.Bool,
 	}
-	if sc.latitude.Valid || sc.longitude.Valid { // one allocation for both
-		ll := &[2]float64{sc.latitude.Float64, sc.longitude.Float64}
-		p.Latitude, p.Longitude = validPtr(sc.latitude.Valid, &ll[0]), validPtr(sc.longitude.Valid, &ll[1])
-	}
 	f := func(v pgtype.Float8) sql.NullFloat64 { return sql.NullFloat64{Float64: v.Float64, Valid: v.Valid} }
+	setCoordinates(&p, f(sc.latitude), f(sc.longitude))
 	i := func(v pgtype.Int8) sql.NullInt64 { return sql.NullInt64{Int64: v.Int64, Valid: v.Valid} }
 	setNumbers(&p, f(sc.priceFrom), f(sc.priceTo), f(sc.floorSize), f(sc.lotSize), i(sc.bedrooms), i(sc.bathrooms))
 	return p, nil
+}
+
+// setCoordinates sets p's latitude and longitude (nil where NULL), both in
+// one allocation.
+func setCoordinates(p *upstream.Property, latitude, longitude sql.NullFloat64) {
+	if latitude.Valid || longitude.Valid {
+		ll := &[2]float64{latitude.Float64, longitude.Float64}
+		p.Latitude, p.Longitude = validPtr(latitude.Valid, &ll[0]), validPtr(longitude.Valid, &ll[1])
+	}
 }
 
 // validPtr is p when valid, nil otherwise.
@@ -900,18 +909,18 @@ func (s *Store) childrenQuery(ids []int64, full bool) *query {
 	// type the last two columns), then the agents (their integers type n2).
 	if full {
 		q.add("SELECT 2, o.property_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, o.starts_at, o.ends_at",
-			" FROM openhomes o WHERE ", inIDs(q, "o.property_id", ids), " AND o.ends_at > ", textArg(q, s.d.timeArg(s.now())),
+			" FROM ", byIDs(q, "openhomes o", "o.property_id", ids), " AND o.ends_at > ", textArg(q, s.d.timeArg(s.now())),
 			" UNION ALL ")
 	}
 	q.add("SELECT 0, pa.property_id, a.id, pa.position, NULL, a.name, NULL, NULL, NULL, NULL, NULL",
-		" FROM property_agents pa JOIN agents a ON a.id = pa.agent_id WHERE ", inIDs(q, "pa.property_id", ids))
+		" FROM ", byIDs(q, "property_agents pa JOIN agents a ON a.id = pa.agent_id", "pa.property_id", ids))
 	if !full {
 		q.add(" UNION ALL SELECT 1, m.property_id, count(*), NULL, m.kind, NULL, NULL, NULL, NULL, NULL, NULL",
-			" FROM property_media m WHERE ", inIDs(q, "m.property_id", ids), " GROUP BY m.property_id, m.kind")
+			" FROM ", byIDs(q, "property_media m", "m.property_id", ids), " GROUP BY m.property_id, m.kind")
 		return q
 	}
 	q.add(" UNION ALL SELECT 1, m.property_id, m.position, NULL, m.kind, m.url, m.thumbnail, m.type, m.caption, NULL, NULL",
-		" FROM property_media m WHERE ", inIDs(q, "m.property_id", ids))
+		" FROM ", byIDs(q, "property_media m", "m.property_id", ids))
 	return q
 }
 
@@ -958,7 +967,7 @@ type childRow struct {
 func (c *children) scan(rows *sql.Rows, idx map[int64]int, full bool) error {
 	r := &c.row
 	if c.dest == nil {
-		c.dest = []any{&r.table, &r.pid, &r.n1, &r.n2, textOrEmpty{&r.kind}, textOrEmpty{&r.name},
+		c.dest = []any{int64Of{&r.table}, int64Of{&r.pid}, nullInt64Of{&r.n1}, nullInt64Of{&r.n2}, textOrEmpty{&r.kind}, textOrEmpty{&r.name},
 			textOrEmpty{&r.thumbnail}, textOrEmpty{&r.typ}, textOrEmpty{&r.caption}, &r.startsAt, &r.endsAt}
 	}
 	if err := rows.Scan(c.dest...); err != nil {

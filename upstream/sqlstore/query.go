@@ -82,6 +82,11 @@ func inIDs(q *query, expr string, ids []int64) string {
 	if _, ok := q.d.(sqliteDialect); !ok {
 		return in(q, expr, ids)
 	}
+	return expr + " IN (SELECT value FROM json_each(" + q.arg(jsonIDs(ids)) + "))"
+}
+
+// jsonIDs is ids as a JSON array.
+func jsonIDs(ids []int64) string {
 	b := make([]byte, 0, 2+len(ids)*8)
 	b = append(b, '[')
 	for i, id := range ids {
@@ -91,7 +96,21 @@ func inIDs(q *query, expr string, ids []int64) string {
 		b = strconv.AppendInt(b, id, 10)
 	}
 	b = append(b, ']')
-	return expr + " IN (SELECT value FROM json_each(" + q.arg(string(b)) + "))"
+	return string(b)
+}
+
+// byIDs returns "tables WHERE expr is one of ids" for a FROM clause, ids
+// being distinct and not empty. On SQLite the ids are a JSON array (see
+// inIDs) joined first: "json_each(?) ids CROSS JOIN tables WHERE expr =
+// ids.value", each id looked up in expr's index in turn. An IN (SELECT
+// value FROM json_each(?)) condition is a list subquery, which SQLite
+// copies into a temporary index (parse, create, insert) before the lookups,
+// in each branch of load_children. Elsewhere it is inIDs's IN list.
+func byIDs(q *query, tables, expr string, ids []int64) string {
+	if _, ok := q.d.(sqliteDialect); !ok {
+		return tables + " WHERE " + in(q, expr, ids)
+	}
+	return "json_each(" + q.arg(jsonIDs(ids)) + ") ids CROSS JOIN " + tables + " WHERE " + expr + " = ids.value"
 }
 
 // textArg returns the placeholder of the text value v in a condition whose
@@ -255,6 +274,10 @@ func (n *nullTime) Scan(v any) error {
 }
 
 func (n *nullTime) parse(s string) error {
+	if t, ok := parseFixedUTC(s); ok { // what this schema stores on SQLite
+		*n = nullTime{t, true}
+		return nil
+	}
 	if len(s) == len(dateLayout) { // a date: sqliteTimeLayout cannot match, and its failure allocates an error
 		if t, err := time.Parse(dateLayout, s); err == nil {
 			*n = nullTime{t.UTC(), true}
@@ -268,6 +291,45 @@ func (n *nullTime) parse(s string) error {
 		}
 	}
 	return fmt.Errorf("cannot parse %q as a time", s)
+}
+
+// parseFixedUTC parses s as sqliteTimeLayout or dateLayout, as time.Parse
+// does, without its layout interpretation (time.Parse was ~3% of a SQLite
+// list's CPU, for the open homes' and properties' times); ok is false for
+// anything else, which the general layouts then try.
+func parseFixedUTC(s string) (t time.Time, ok bool) {
+	if len(s) != len(sqliteTimeLayout) && len(s) != len(dateLayout) {
+		return time.Time{}, false
+	}
+	num := func(i, n int) int {
+		v := 0
+		for _, c := range []byte(s[i : i+n]) {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	if s[4] != '-' || s[7] != '-' {
+		return time.Time{}, false
+	}
+	year, month, day := num(0, 4), num(5, 2), num(8, 2)
+	hour, minute, second := 0, 0, 0
+	if len(s) == len(sqliteTimeLayout) {
+		if s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != 'Z' {
+			return time.Time{}, false
+		}
+		hour, minute, second = num(11, 2), num(14, 2), num(17, 2)
+	}
+	if year < 0 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59 {
+		return time.Time{}, false
+	}
+	t = time.Date(year, time.Month(month), day, hour, minute, second, 0, time.UTC)
+	if t.Day() != day { // past the month's end: time.Parse refuses it
+		return time.Time{}, false
+	}
+	return t, true
 }
 
 // nullable returns nil for a nil pointer and the pointed-to value otherwise,
