@@ -62,22 +62,36 @@ func (s *Store) explain(ctx context.Context, sc upstream.Scope, c normalize.Crit
 	r := requestOf(c.Property(), c)
 	var b strings.Builder
 	if ids := r.filter.AgentIDs; len(ids) > 0 {
-		plan, err := s.explainQuery(ctx, s.agentPropertiesQuery(tenant, sc.Country, ids))
+		maxLinked := s.maxLinkedFor(&r)
+		ok, err := s.resolveAgents(ctx, tenant, sc.Country, &r)
 		if err != nil {
 			return "", err
 		}
-		b.WriteString("statement agent_properties:\n" + plan)
-		ok, err := s.resolveAgents(ctx, tenant, sc.Country, &r)
-		if err != nil || !ok {
-			return b.String(), err
+		dense := ok && len(r.linked) == 0
+		if maxLinked > s.maxLinked {
+			plan, err := s.explainQuery(ctx, s.agentLinksProbeQuery(tenant, sc.Country, ids, maxLinked))
+			if err != nil {
+				return "", err
+			}
+			b.WriteString("statement agent_links_probe:\n" + plan)
 		}
-		if len(r.linked) == 0 {
+		if maxLinked == s.maxLinked || !dense {
+			plan, err := s.explainQuery(ctx, s.agentPropertiesQuery(tenant, sc.Country, ids, maxLinked))
+			if err != nil {
+				return "", err
+			}
+			b.WriteString("statement agent_properties:\n" + plan)
+		}
+		if !ok {
+			return b.String(), nil
+		}
+		if dense {
 			plan, err := s.explainQuery(ctx, s.scopeAgentsQuery(tenant, sc.Country, ids))
 			if err != nil {
 				return "", err
 			}
 			b.WriteString("statement scope_agents:\n" + plan)
-			fmt.Fprintf(&b, "%s: more than %d links: the walk below checks each row's agents\n", denseAgentsNote, s.maxLinked)
+			fmt.Fprintf(&b, "%s: more than %d links: the walk below checks each row's agents\n", denseAgentsNote, maxLinked)
 		}
 	}
 	if r.offset > largeRows {

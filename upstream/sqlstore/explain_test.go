@@ -120,12 +120,16 @@ func TestAgentFilterPlansSQLite(t *testing.T) {
 		name, query string
 		statements  []string // in order
 	}{
-		{"one agent", own[0], []string{"agent_properties", "list_properties"}},
-		{"one agent by price, deep", own[0] + "&order=price&offset=200", []string{"agent_properties", "list_properties"}},
-		{"one agent geo", own[0] + "&geo[lat]=-33.89&geo[long]=151.27&geo[rad]=50", []string{"agent_properties", "geo_count", "geo_probe"}},
-		{"one agent geo by suburb", own[0] + "&geo[lat]=-33.89&geo[long]=151.27&geo[rad]=50&order=suburb", []string{"agent_properties", "geo_count", "geo_probe", "list_properties"}},
-		{"another tenant's agents", strings.Join(foreign, "&"), []string{"agent_properties"}},
-		{"unknown agents", "agent_id[]=999998&agent_id[]=999999", []string{"agent_properties"}},
+		{"one agent", own[0] + "&limit=20", []string{"agent_properties", "list_properties"}},
+		// Deeper or longer than a first page of 20: whether the links are
+		// more than maxLinkedFor is asked first.
+		{"one agent by price, deep", own[0] + "&order=price&offset=200&limit=20", []string{"agent_links_probe", "agent_properties", "list_properties"}},
+		{"one agent, no limit", own[0], []string{"agent_links_probe", "agent_properties", "list_properties"}},
+		{"one agent geo", own[0] + "&limit=20&geo[lat]=-33.89&geo[long]=151.27&geo[rad]=50", []string{"agent_properties", "geo_count", "geo_probe"}},
+		{"one agent geo by suburb", own[0] + "&limit=20&geo[lat]=-33.89&geo[long]=151.27&geo[rad]=50&order=suburb", []string{"agent_properties", "geo_count", "geo_probe", "list_properties"}},
+		{"another tenant's agents", strings.Join(foreign, "&") + "&limit=20", []string{"agent_properties"}},
+		{"unknown agents", "agent_id[]=999998&agent_id[]=999999&limit=20", []string{"agent_properties"}},
+		{"unknown agents, deep", "agent_id[]=999998&agent_id[]=999999&limit=20&offset=1000", []string{"agent_links_probe", "agent_properties"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			plan := mustExplain(t, st, sc, parseProps(t, tc.query))
@@ -141,16 +145,23 @@ func TestAgentFilterPlansSQLite(t *testing.T) {
 	t.Run("dense", func(t *testing.T) {
 		defer func(n int) { st.maxLinked = n }(st.maxLinked)
 		st.maxLinked = 2
-		plan := mustExplain(t, st, sc, parseProps(t, strings.Join(own, "&")))
-		if diff := gocmp.Diff([]string{"agent_properties", "scope_agents", "list_properties"}, statements(plan)); diff != "" {
-			t.Errorf("statements (-want +got):\n%s\n%s", diff, plan)
-		}
-		if !strings.Contains(plan, denseAgentsNote) {
-			t.Errorf("plan has no %q line:\n%s", denseAgentsNote, plan)
-		}
-		p := st.PlanProblems(plan)
-		if len(p) != 1 || !strings.HasPrefix(p[0], "correlated subquery") {
-			t.Errorf("PlanProblems = %q, want the per-row check of the walk alone, for\n%s", p, plan)
+		for query, want := range map[string][]string{
+			strings.Join(own, "&") + "&limit=20": {"agent_properties", "scope_agents", "list_properties"},
+			// Deeper: more than maxLinkedFor (3 here) is found by the
+			// probe, and no link is fetched.
+			strings.Join(own, "&") + "&limit=20&offset=40": {"agent_links_probe", "scope_agents", "list_properties"},
+		} {
+			plan := mustExplain(t, st, sc, parseProps(t, query))
+			if diff := gocmp.Diff(want, statements(plan)); diff != "" {
+				t.Errorf("statements (-want +got):\n%s\n%s", diff, plan)
+			}
+			if !strings.Contains(plan, denseAgentsNote) {
+				t.Errorf("plan has no %q line:\n%s", denseAgentsNote, plan)
+			}
+			p := st.PlanProblems(plan)
+			if len(p) != 1 || !strings.HasPrefix(p[0], "correlated subquery") {
+				t.Errorf("PlanProblems = %q, want the per-row check of the walk alone, for\n%s", p, plan)
+			}
 		}
 	})
 
@@ -228,4 +239,24 @@ func mustExplain(t *testing.T, st *Store, sc upstream.Scope, c normalize.Criteri
 		t.Fatal(err)
 	}
 	return plan
+}
+
+// TestMaxLinkedFor: the links looked up rather than walked grow with the
+// square root of offset+limit from Store.maxLinked at a first page of 20,
+// bounded by maxLinkedDeep.
+func TestMaxLinkedFor(t *testing.T) {
+	st := &Store{maxLinked: defaultMaxLinked}
+	for _, tc := range []struct{ offset, limit, want int }{
+		{0, 20, 2000},
+		{0, 5, 2000},
+		{1000, 20, 14282}, // 2000 x sqrt(51)
+		{0, 1000, 14142},  // a first page of max_results
+		{80, 20, 4472},
+		{100000, 20, 20000},
+	} {
+		r := propertyRequest{offset: tc.offset, limit: tc.limit}
+		if got := st.maxLinkedFor(&r); got != tc.want {
+			t.Errorf("offset %d limit %d: %d, want %d", tc.offset, tc.limit, got, tc.want)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -119,19 +120,44 @@ func (s *Store) properties(ctx context.Context, sc upstream.Scope, r propertyReq
 // on bind parameters (SQLite's is 32,766).
 const defaultMaxLinked = 2000
 
+// maxLinkedDeep bounds the links a deep or long page looks up (see
+// maxLinkedFor): one IN list of 20,000 stays far below every engine's
+// limit on bind parameters (MySQL's is 65,535; SQLite and PostgreSQL bind
+// the list as one value).
+const maxLinkedDeep = 20000
+
+// maxLinkedFor is the most links resolveAgents looks up for r rather than
+// walking the scope. Store.maxLinked is the crossover for a first page of
+// 20; for offset+limit = N the walk reads about N x S/L rows, so the two
+// meet near L = sqrt(N x S): maxLinked x sqrt(N/20), 14,283 at offset
+// 1,000. Without it, agents of just over 2,000 links at offset 1,000 had
+// the walk read about 127,000 rows (docs/sql.md, "What is left slow").
+func (s *Store) maxLinkedFor(r *propertyRequest) int {
+	const firstPage = 20
+	n := r.offset + r.limit
+	if n <= firstPage {
+		return s.maxLinked
+	}
+	return min(maxLinkedDeep, max(s.maxLinked, int(float64(s.maxLinked)*math.Sqrt(float64(n)/firstPage))))
+}
+
 // resolveAgents turns the agent_id filter of r into what the page statement
 // can use cheaply, and reports false when the page is empty for sure (no
 // property statement need run). An agent_id names an agent of the caller's
 // tenant and country, as the caller sees agents (GetAgent, ListAgents): ids
 // of other tenants or countries, or of no agent, match nothing.
 //
-//  1. agent_properties reads at most Store.maxLinked+1 links of those of
-//     the ids that are agents of the scope (one probe of agents per id, then
-//     index property_agents_agent). None: the page is empty, so ids of
-//     another tenant or of no agent cost their probes and nothing more. At
-//     most maxLinked: they are all the candidates, set in r.linked, and the
-//     page statement looks up just those properties by id (p.id IN (...)),
-//     in any order and at any offset.
+//  1. agent_properties reads at most M+1 links of those of the ids that
+//     are agents of the scope (one probe of agents per id, then index
+//     property_agents_agent), where M is maxLinkedFor(r): Store.maxLinked
+//     for a first page of 20, more for a deeper or longer one, which first
+//     asks whether there are more than M (agent_links_probe, one row at
+//     offset M, counted in the engine) and, if so, goes straight to 2
+//     without fetching them. None: the page is empty, so ids of another
+//     tenant or of no agent cost their probes and nothing more. At most M:
+//     they are all the candidates, set in r.linked, and the page statement
+//     looks up just those properties by id (p.id IN (...)), in any order
+//     and at any offset.
 //  2. More: the agents list many properties (more than 1 in 125 of a scope
 //     of 250,000). scope_agents keeps the ids of agents of the scope, and
 //     the page statement walks the scope in the requested order and checks
@@ -148,9 +174,23 @@ func (s *Store) resolveAgents(ctx context.Context, tenant int64, country string,
 	if len(r.filter.AgentIDs) == 0 {
 		return true, nil
 	}
+	maxLinked := s.maxLinkedFor(r)
+	dense := false
+	if maxLinked > s.maxLinked {
+		err := s.each(ctx, "agent_links_probe", s.agentLinksProbeQuery(tenant, country, r.filter.AgentIDs, maxLinked), func(*sql.Rows) error {
+			dense = true
+			return nil
+		})
+		if err != nil {
+			return false, err
+		}
+	}
+	if dense {
+		return s.denseAgents(ctx, tenant, country, r)
+	}
 	seen := map[int64]bool{}
 	links := 0
-	err := s.each(ctx, "agent_properties", s.agentPropertiesQuery(tenant, country, r.filter.AgentIDs), func(rows *sql.Rows) error {
+	err := s.each(ctx, "agent_properties", s.agentPropertiesQuery(tenant, country, r.filter.AgentIDs, maxLinked), func(rows *sql.Rows) error {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
 			return err
@@ -165,13 +205,18 @@ func (s *Store) resolveAgents(ctx context.Context, tenant int64, country string,
 	switch {
 	case links == 0: // no agent of the scope, or none with a property
 		return false, nil
-	case links <= s.maxLinked:
+	case links <= maxLinked:
 		r.linked = slices.Sorted(maps.Keys(seen))
 		return true, nil
 	}
-	// Dense: the walk checks each row against the agents of the scope.
+	return s.denseAgents(ctx, tenant, country, r)
+}
+
+// denseAgents is the dense case of resolveAgents: the walk checks each row
+// against the agents of the scope.
+func (s *Store) denseAgents(ctx context.Context, tenant int64, country string, r *propertyRequest) (bool, error) {
 	var agents []int64
-	err = s.each(ctx, "scope_agents", s.scopeAgentsQuery(tenant, country, r.filter.AgentIDs), func(rows *sql.Rows) error {
+	err := s.each(ctx, "scope_agents", s.scopeAgentsQuery(tenant, country, r.filter.AgentIDs), func(rows *sql.Rows) error {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
 			return err
@@ -211,13 +256,26 @@ func (s *Store) scopeAgentsQuery(tenant int64, country string, ids []int64) *que
 }
 
 // agentPropertiesQuery is the first statement of resolveAgents: up to
-// s.maxLinked+1 properties linked to those of ids that are agents of the
+// maxLinked+1 properties linked to those of ids that are agents of the
 // tenant and country (agents_tc_id or the primary key, then
 // property_agents_agent), with repeats when a property has several of them.
-func (s *Store) agentPropertiesQuery(tenant int64, country string, ids []int64) *query {
+func (s *Store) agentPropertiesQuery(tenant int64, country string, ids []int64, maxLinked int) *query {
 	q := newQuery(s.d)
 	q.add("SELECT pa.property_id FROM agents a JOIN property_agents pa ON pa.agent_id = a.id WHERE a.tenant_id = ",
-		q.arg(tenant), " AND a.country = ", q.arg(country), " AND ", inInts(q, "a.id", ids), " LIMIT ", q.arg(s.maxLinked+1))
+		q.arg(tenant), " AND a.country = ", q.arg(country), " AND ", inInts(q, "a.id", ids), " LIMIT ", q.arg(maxLinked+1))
+	return q
+}
+
+// agentLinksProbeQuery is the statement of agentPropertiesQuery's links
+// that returns a row only when there are more than maxLinked: the
+// (maxLinked+1)-th, so that a deep page does not fetch up to 20,000 links
+// only to walk the scope. An offset, not count(*) over a subquery, which
+// MariaDB materializes (see geoCountQuery).
+func (s *Store) agentLinksProbeQuery(tenant int64, country string, ids []int64, maxLinked int) *query {
+	q := newQuery(s.d)
+	q.add("SELECT pa.property_id FROM agents a JOIN property_agents pa ON pa.agent_id = a.id WHERE a.tenant_id = ",
+		q.arg(tenant), " AND a.country = ", q.arg(country), " AND ", inInts(q, "a.id", ids))
+	q.limitOffset(1, maxLinked)
 	return q
 }
 

@@ -102,6 +102,10 @@ func mix(sc scope, perBlockProps, perBlockAgents int) []struct{ name, resource, 
 		{"agent_id x500", "properties", ids(sc.block*perBlockAgents+1, step)},
 		{"agent_id x500 by price", "properties", ids(sc.block*perBlockAgents+1, step) + "&order=price"},
 		{"agent_id x500 offset 1000", "properties", ids(sc.block*perBlockAgents+1, step) + "&offset=1000"},
+		// 40 agents of about 60 properties each (2,350 links): just past the
+		// 2,000 links a first page looks up, the walk to offset 1,000 read
+		// ~110,000 rows; a deep page looks up more (maxLinkedFor).
+		{"agent_id x40 offset 1000", "properties", idsN(40, sc.block*perBlockAgents+1, step) + "&offset=1000"},
 		{"agent_id x500 other tenant", "properties", ids(other*perBlockAgents+1, step)},
 		{"agent_id x500 unknown", "properties", ids(4*perBlockAgents+1, 1)},
 		{"approved range", "properties", "approved_from=20240101&approved_to=20240331"},
