@@ -189,7 +189,10 @@ func TestAgentFilterPlansSQLite(t *testing.T) {
 // offset, a deep geo page by last_updated on PostgreSQL, which reads the
 // box from the table) escape. The geo_count, geo_walk and batched
 // geo_candidates plans (*-new-geo-count-walk, *-new-geo-deep-*) are
-// clean. mysql-old-geo-by-price.txt was recorded
+// clean, as are MariaDB's agent name search over agents_tc_name
+// (mysql-new-agent-name) and 40 agents of 2,323 links at offset 1,000
+// looked up (*-new-agent40-deep), which PostgreSQL walked before
+// (postgresql-old-agent40-deep: 109,147 rows, each with its subquery). mysql-old-geo-by-price.txt was recorded
 // with the old index rebuilt beside the new one as properties_tc_geo_before
 // and forced.
 func TestPlanProblems(t *testing.T) {
