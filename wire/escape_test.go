@@ -110,6 +110,17 @@ var fuzzSeeds = []string{
 	"bad \xff\xfe utf-8 \xc3 \xed\xa0\x80",
 	"&amp; &#x41; &lt;",
 	"\\ \"\\u0041\"",
+	everyByte(), // each byte once: every entry of the escapers' tables
+}
+
+// everyByte is the 256 bytes in order, with a letter after each (so that
+// each reaches the escapers on its own, not as part of a valid sequence).
+func everyByte() string {
+	b := make([]byte, 0, 512)
+	for c := range 256 {
+		b = append(b, byte(c), 'a')
+	}
+	return string(b)
 }
 
 // FuzzXMLEscape renders fuzzed text as an error list (field attribute and
