@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,15 +88,41 @@ func TestAccessLineRequestIDAndClient(t *testing.T) {
 	}
 }
 
+// Fresh ids are made 64 at a time and handed out from a pool: requests on
+// several goroutines, across many batches, must still each get an id of
+// their own, as a header value that appending to cannot spill into
+// another response's id.
 func TestGeneratedRequestIDsDiffer(t *testing.T) {
+	const workers, each = 4, 300
+	var mu sync.Mutex
 	seen := map[string]bool{}
-	for range 100 {
-		_, w := accessLine(t, httptest.NewRequest("GET", "/", nil), telemetry.Annotation{})
-		id := w.Header().Get("X-Request-Id")
-		if seen[id] {
-			t.Fatalf("request id %s generated twice", id)
-		}
-		seen[id] = true
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				_, w := accessLine(t, httptest.NewRequest("GET", "/", nil), telemetry.Annotation{})
+				v := w.Header()["X-Request-Id"]
+				if len(v) != 1 || cap(v) != 1 {
+					t.Errorf("X-Request-Id value %q has len %d, cap %d; want 1, 1", v, len(v), cap(v))
+					return
+				}
+				if !generatedID.MatchString(v[0]) {
+					t.Errorf("X-Request-Id = %q, want a generated 32-hex id", v[0])
+				}
+				mu.Lock()
+				if seen[v[0]] {
+					t.Errorf("request id %s generated twice", v[0])
+				}
+				seen[v[0]] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != workers*each {
+		t.Errorf("%d distinct ids for %d requests", len(seen), workers*each)
 	}
 }
 

@@ -96,8 +96,9 @@ func Middleware(o AccessOptions) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Since(epoch) // monotonic only: one clock read, not two
-			id := requestID(r, o.TrustedProxies)
-			w.Header()[RequestIDHeader] = []string{id}
+			idv := requestID(r, o.TrustedProxies)
+			w.Header()[RequestIDHeader] = idv
+			id := idv[0]
 			rec := recorders.Get().(*recorder)
 			*rec = recorder{ResponseWriter: w}
 			defer func() { *rec = recorder{}; recorders.Put(rec) }()
@@ -150,23 +151,63 @@ func Middleware(o AccessOptions) func(http.Handler) http.Handler {
 }
 
 // requestID is r's X-Request-Id when its peer is a trusted proxy and the
-// id is well formed, else a fresh random one.
-func requestID(r *http.Request, trusted []netip.Prefix) string {
+// id is well formed, else a fresh random one, as a response header's value.
+func requestID(r *http.Request, trusted []netip.Prefix) []string {
 	if len(trusted) > 0 {
 		if in := r.Header.Get(RequestIDHeader); validRequestID(in) {
 			// The peer is the client for a resolver that trusts no one.
 			peer := clientip.Resolver{}.Addr(r)
 			for _, p := range trusted {
 				if p.Contains(peer) {
-					return in
+					return []string{in}
 				}
 			}
 		}
 	}
-	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
-	binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
-	return hex.EncodeToString(b[:])
+	return freshRequestID()
+}
+
+// idBatch is 64 fresh request ids, ready as header values: the 32 hex
+// digits of 16 random bytes each, cut from one string. Making them 64 at a
+// time spares every request two allocations, the id's string and the
+// header's one-element slice (BenchmarkServeHit in cmd/listingproxy: 21
+// allocations per hit before, 19 after). A handed-out value keeps its batch
+// (about 3 KB) alive until its response is gone.
+type idBatch struct {
+	vals [64]string
+	next int
+}
+
+func newIDBatch() *idBatch {
+	var raw [64 * 16]byte
+	for i := 0; i < len(raw); i += 8 {
+		binary.LittleEndian.PutUint64(raw[i:], rand.Uint64())
+	}
+	var digits [2 * len(raw)]byte
+	hex.Encode(digits[:], raw[:])
+	all := string(digits[:])
+	b := new(idBatch)
+	for i := range b.vals {
+		b.vals[i] = all[i*32 : i*32+32]
+	}
+	return b
+}
+
+// idBatches holds the batch each P is handing out; a batch once exhausted
+// is dropped (the responses that hold its values still share it).
+var idBatches = sync.Pool{New: func() any { return newIDBatch() }}
+
+// freshRequestID is a fresh random request id as a header value of its own
+// (a one-element slice with no room to append into its neighbour's).
+func freshRequestID() []string {
+	b := idBatches.Get().(*idBatch)
+	if b.next == len(b.vals) {
+		b = newIDBatch()
+	}
+	v := b.vals[b.next : b.next+1 : b.next+1]
+	b.next++
+	idBatches.Put(b)
+	return v
 }
 
 // validRequestID admits the ids proxies generate (UUIDs, hex, base64 and
