@@ -429,3 +429,44 @@ func TestEmptyValues(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendLayoutAgreesWithAppendFormat: the field-by-field layouts write
+// what time.AppendFormat writes, for every layout of the package, across
+// years, zones (half-hour, 45-minute, second offsets, far ones) and the
+// ends of days and months.
+func TestAppendLayoutAgreesWithAppendFormat(t *testing.T) {
+	var zones []*time.Location
+	for _, name := range []string{"UTC", "Australia/Sydney", "Pacific/Chatham", "America/St_Johns", "Pacific/Auckland", "Asia/Kolkata"} {
+		loc, err := time.LoadLocation(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zones = append(zones, loc)
+	}
+	for _, off := range []int{-30, 30, -(3*3600 + 30*60 + 15), 14 * 3600, -12 * 3600, 99*3600 + 59*60, 100 * 3600, -100 * 3600, 1000 * 3600} {
+		zones = append(zones, time.FixedZone("fixed", off))
+	}
+	times := []time.Time{
+		time.Date(2026, 3, 14, 9, 26, 53, 999, time.UTC),
+		time.Date(2026, 12, 31, 23, 59, 59, 0, time.UTC),
+		time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC),
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(999, 6, 1, 12, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
+	}
+	for i := range 400 { // every weekday and month, hours of both halves of a day
+		times = append(times, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i)*(25*time.Hour+7*time.Minute+3*time.Second)))
+	}
+	for _, layout := range []string{lastUpdatedLayout, approvedLayout, openHomeLayout, time.RFC3339} {
+		for _, loc := range zones {
+			for _, tm := range times {
+				tm := tm.In(loc)
+				if got, want := string(appendLayout([]byte("x"), tm, layout)), string(tm.AppendFormat([]byte("x"), layout)); got != want {
+					t.Fatalf("appendLayout(%v, %q) = %q, AppendFormat: %q", tm, layout, got, want)
+				}
+			}
+		}
+	}
+}
