@@ -57,6 +57,9 @@ echo "$(nproc) CPUs, $(go version | cut -d' ' -f3); a shared machine: figures ar
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 1 300); do if curl -s -o /dev/null "http://127.0.0.1:$1/"; then return; fi; sleep 0.1; done; echo "port $1 never answered"; exit 1; }
 AUTH="Authorization: Basic $(printf 'harbour:harbour-demo' | base64)"
+# config_of BIN: the config.yaml of the revision BIN was built from (an
+# older binary refuses keys added after it, such as max_offset).
+config_of() { if [ "$1" = old ]; then echo "$work/base/config.yaml"; else echo config.yaml; fi; }
 # start BIN PORT MAXBYTES: runs a server on the demo (its database is seeded
 # once and shared), prints its pid.
 start() {
@@ -64,7 +67,7 @@ start() {
 		-e "s|admin_listen: \"[^\"]*\"|admin_listen: \"off\"|" \
 		-e "s|file:listingproxy-demo.db|file:$work/demo.db|" \
 		-e "s|max_bytes: 256MiB|max_bytes: $3|" \
-		-e "s|level: info|level: error|" config.yaml >"$work/config.$2.yaml"
+		-e "s|level: info|level: error|" "$(config_of "$1")" >"$work/config.$2.yaml"
 	local envs=()
 	if [ "$1" = new ]; then read -ra envs <<<"${NEW_ENV:-}"; fi
 	env "${envs[@]}" ${PIN_SERVER:-} "$work/$1" -config "$work/config.$2.yaml" >"$work/lp.$2.log" 2>&1 &
