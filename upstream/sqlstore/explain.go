@@ -62,35 +62,49 @@ func (s *Store) explain(ctx context.Context, sc upstream.Scope, c normalize.Crit
 	r := requestOf(c.Property(), c)
 	var b strings.Builder
 	if ids := r.filter.AgentIDs; len(ids) > 0 {
+		scoped := s.scopeFirst(&r)
 		maxLinked := s.maxLinkedFor(&r)
 		ok, err := s.resolveAgents(ctx, tenant, sc.Country, &r)
 		if err != nil {
 			return "", err
 		}
 		dense := ok && len(r.linked) == 0
-		if maxLinked > s.maxLinked {
-			plan, err := s.explainQuery(ctx, s.agentLinksProbeQuery(tenant, sc.Country, ids, maxLinked))
-			if err != nil {
+		explain := func(name string, q *query) error {
+			plan, err := s.explainQuery(ctx, q)
+			if err == nil {
+				b.WriteString("statement " + name + ":\n" + plan)
+			}
+			return err
+		}
+		links := ids // the ids the links statements name
+		if scoped {
+			if err := explain("scope_agents", s.scopeAgentsQuery(tenant, sc.Country, ids)); err != nil {
 				return "", err
 			}
-			b.WriteString("statement agent_links_probe:\n" + plan)
+			if !ok && len(r.filter.AgentIDs) == 0 { // no agent of the scope: nothing else ran
+				return b.String(), nil
+			}
+			links = r.filter.AgentIDs
+		}
+		if maxLinked > s.maxLinked {
+			if err := explain("agent_links_probe", s.agentLinksProbeQuery(tenant, sc.Country, links, scoped, maxLinked)); err != nil {
+				return "", err
+			}
 		}
 		if maxLinked == s.maxLinked || !dense {
-			plan, err := s.explainQuery(ctx, s.agentPropertiesQuery(tenant, sc.Country, ids, maxLinked))
-			if err != nil {
+			if err := explain("agent_properties", s.agentPropertiesQuery(tenant, sc.Country, links, scoped, maxLinked)); err != nil {
 				return "", err
 			}
-			b.WriteString("statement agent_properties:\n" + plan)
 		}
 		if !ok {
 			return b.String(), nil
 		}
 		if dense {
-			plan, err := s.explainQuery(ctx, s.scopeAgentsQuery(tenant, sc.Country, ids))
-			if err != nil {
-				return "", err
+			if !scoped {
+				if err := explain("scope_agents", s.scopeAgentsQuery(tenant, sc.Country, ids)); err != nil {
+					return "", err
+				}
 			}
-			b.WriteString("statement scope_agents:\n" + plan)
 			fmt.Fprintf(&b, "%s: more than %d links: the walk below checks each row's agents\n", denseAgentsNote, maxLinked)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -162,6 +163,40 @@ func TestAgentFilterPlansSQLite(t *testing.T) {
 			if len(p) != 1 || !strings.HasPrefix(p[0], "correlated subquery") {
 				t.Errorf("PlanProblems = %q, want the per-row check of the walk alone, for\n%s", p, plan)
 			}
+		}
+	})
+
+	// Many ids (scopeFirstIDs, lowered here to every list): the agents of
+	// the scope are found first, their links read without the agents
+	// join, and the dense case needs no second look at agents.
+	t.Run("scope agents first", func(t *testing.T) {
+		defer func(n, m int) { st.scopeFirstN, st.maxLinked = n, m }(st.scopeFirstN, st.maxLinked)
+		st.scopeFirstN = 1
+		for _, tc := range []struct {
+			name, query string
+			maxLinked   int
+			statements  []string
+			dense       bool
+		}{
+			{"looked up", strings.Join(own, "&") + "&limit=20", defaultMaxLinked, []string{"scope_agents", "agent_properties", "list_properties"}, false},
+			{"another tenant's agents", strings.Join(foreign, "&") + "&limit=20", defaultMaxLinked, []string{"scope_agents"}, false},
+			{"unknown agents, deep", "agent_id[]=999998&agent_id[]=999999&limit=20&offset=1000", defaultMaxLinked, []string{"scope_agents"}, false},
+			{"dense", strings.Join(own, "&") + "&limit=20", 2, []string{"scope_agents", "agent_properties", "list_properties"}, true},
+			{"dense, deep", strings.Join(own, "&") + "&limit=20&offset=40", 2, []string{"scope_agents", "agent_links_probe", "list_properties"}, true},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				st.maxLinked = tc.maxLinked
+				plan := mustExplain(t, st, sc, parseProps(t, tc.query))
+				if diff := gocmp.Diff(tc.statements, statements(plan)); diff != "" {
+					t.Errorf("statements (-want +got):\n%s\n%s", diff, plan)
+				}
+				if got := strings.Contains(plan, denseAgentsNote); got != tc.dense {
+					t.Errorf("dense note %v, want %v, in\n%s", got, tc.dense, plan)
+				}
+				if regexp.MustCompile(`(?m)SCAN pa$`).MatchString(plan) {
+					t.Errorf("links read by a scan of property_agents:\n%s", plan)
+				}
+			})
 		}
 	})
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
@@ -522,6 +523,21 @@ func testBackendAgainstOracle(t *testing.T, st *Store, ds *demo.Dataset, now tim
 		for _, tc := range oracleCases(ds) {
 			if strings.Contains(tc.query, "agent_id") {
 				t.Run(tc.name, func(t *testing.T) { checkOracleCase(t, st, o, tc) })
+			}
+		}
+	})
+
+	// The agent_id filters again with the agents of the scope found first
+	// (scopeFirstIDs), looked up and walked.
+	t.Run("scope agents first", func(t *testing.T) {
+		defer func(n, m int) { st.scopeFirstN, st.maxLinked = n, m }(st.scopeFirstN, st.maxLinked)
+		st.scopeFirstN = 1
+		for _, maxLinked := range []int{defaultMaxLinked, 2} {
+			st.maxLinked = maxLinked
+			for _, tc := range oracleCases(ds) {
+				if strings.Contains(tc.query, "agent_id") {
+					t.Run(fmt.Sprintf("%s/maxLinked %d", tc.name, maxLinked), func(t *testing.T) { checkOracleCase(t, st, o, tc) })
+				}
 			}
 		}
 	})

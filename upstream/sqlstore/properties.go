@@ -166,6 +166,10 @@ func (s *Store) maxLinkedFor(r *propertyRequest) int {
 //     properties, 2,500 at most for a first page of 20 at a million
 //     properties.
 //
+// With many ids (Store.scopeFirstN, scopeFirstIDs) scope_agents runs
+// first: ids of no agent of the scope end there, and 1 reads the links of
+// the scope's agents alone, without the agents join.
+//
 // The walk alone (an EXISTS per row, as before) read the whole scope for an
 // agent with few properties, and for ids of another tenant or of no agent;
 // the semi-join alone (driven by the links) reads every link and every
@@ -174,10 +178,16 @@ func (s *Store) resolveAgents(ctx context.Context, tenant int64, country string,
 	if len(r.filter.AgentIDs) == 0 {
 		return true, nil
 	}
+	scoped := s.scopeFirst(r)
+	if scoped {
+		if ok, err := s.denseAgents(ctx, tenant, country, r); err != nil || !ok {
+			return false, err
+		}
+	}
 	maxLinked := s.maxLinkedFor(r)
 	dense := false
 	if maxLinked > s.maxLinked {
-		err := s.each(ctx, "agent_links_probe", s.agentLinksProbeQuery(tenant, country, r.filter.AgentIDs, maxLinked), func(*sql.Rows) error {
+		err := s.each(ctx, "agent_links_probe", s.agentLinksProbeQuery(tenant, country, r.filter.AgentIDs, scoped, maxLinked), func(*sql.Rows) error {
 			dense = true
 			return nil
 		})
@@ -186,11 +196,14 @@ func (s *Store) resolveAgents(ctx context.Context, tenant int64, country string,
 		}
 	}
 	if dense {
+		if scoped {
+			return true, nil
+		}
 		return s.denseAgents(ctx, tenant, country, r)
 	}
 	seen := map[int64]bool{}
 	links := 0
-	err := s.each(ctx, "agent_properties", s.agentPropertiesQuery(tenant, country, r.filter.AgentIDs, maxLinked), func(rows *sql.Rows) error {
+	err := s.each(ctx, "agent_properties", s.agentPropertiesQuery(tenant, country, r.filter.AgentIDs, scoped, maxLinked), func(rows *sql.Rows) error {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
 			return err
@@ -208,12 +221,29 @@ func (s *Store) resolveAgents(ctx context.Context, tenant int64, country string,
 	case links <= maxLinked:
 		r.linked = slices.Sorted(maps.Keys(seen))
 		return true, nil
+	case scoped:
+		return true, nil
 	}
 	return s.denseAgents(ctx, tenant, country, r)
 }
 
-// denseAgents is the dense case of resolveAgents: the walk checks each row
-// against the agents of the scope.
+// scopeFirstIDs is the number of agent ids from which resolveAgents asks
+// scope_agents first: the links are then read for the agents of the scope
+// alone, from property_agents_agent without the agents join, and the dense
+// case needs no second look at agents. Each statement with a list of 500
+// ids costs MariaDB 3-4 ms of range analysis and probes (docs/sql.md, "The
+// agent_id filter"), and agent_properties with the join was one more such
+// list; for a few ids the order of one statement first is the cheaper.
+const scopeFirstIDs = 64
+
+// scopeFirst reports whether resolveAgents finds r's agents of the scope
+// before their links (see scopeFirstIDs).
+func (s *Store) scopeFirst(r *propertyRequest) bool {
+	return len(r.filter.AgentIDs) >= s.scopeFirstN
+}
+
+// denseAgents is the dense case of resolveAgents, and its first statement
+// for many ids: r's agent ids become those of agents of the scope.
 func (s *Store) denseAgents(ctx context.Context, tenant int64, country string, r *propertyRequest) (bool, error) {
 	var agents []int64
 	err := s.each(ctx, "scope_agents", s.scopeAgentsQuery(tenant, country, r.filter.AgentIDs), func(rows *sql.Rows) error {
@@ -255,14 +285,15 @@ func (s *Store) scopeAgentsQuery(tenant int64, country string, ids []int64) *que
 	return q
 }
 
-// agentPropertiesQuery is the first statement of resolveAgents: up to
+// agentPropertiesQuery is the links statement of resolveAgents: up to
 // maxLinked+1 properties linked to those of ids that are agents of the
 // tenant and country (agents_tc_id or the primary key, then
 // property_agents_agent), with repeats when a property has several of them.
-func (s *Store) agentPropertiesQuery(tenant int64, country string, ids []int64, maxLinked int) *query {
-	q := newQuery(s.d)
-	q.add("SELECT pa.property_id FROM agents a JOIN property_agents pa ON pa.agent_id = a.id WHERE a.tenant_id = ",
-		q.arg(tenant), " AND a.country = ", q.arg(country), " AND ", inInts(q, "a.id", ids), " LIMIT ", q.arg(maxLinked+1))
+// scoped: ids are already agents of the scope (scope_agents ran first), so
+// the links are read from property_agents_agent alone.
+func (s *Store) agentPropertiesQuery(tenant int64, country string, ids []int64, scoped bool, maxLinked int) *query {
+	q := s.agentLinksFrom(tenant, country, ids, scoped)
+	q.add(" LIMIT ", q.arg(maxLinked+1))
 	return q
 }
 
@@ -271,11 +302,22 @@ func (s *Store) agentPropertiesQuery(tenant int64, country string, ids []int64, 
 // (maxLinked+1)-th, so that a deep page does not fetch up to 20,000 links
 // only to walk the scope. An offset, not count(*) over a subquery, which
 // MariaDB materializes (see geoCountQuery).
-func (s *Store) agentLinksProbeQuery(tenant int64, country string, ids []int64, maxLinked int) *query {
+func (s *Store) agentLinksProbeQuery(tenant int64, country string, ids []int64, scoped bool, maxLinked int) *query {
+	q := s.agentLinksFrom(tenant, country, ids, scoped)
+	q.limitOffset(1, maxLinked)
+	return q
+}
+
+// agentLinksFrom is the links statement of agentPropertiesQuery and
+// agentLinksProbeQuery, without its LIMIT.
+func (s *Store) agentLinksFrom(tenant int64, country string, ids []int64, scoped bool) *query {
 	q := newQuery(s.d)
+	if scoped {
+		q.add("SELECT pa.property_id FROM property_agents pa WHERE ", inInts(q, "pa.agent_id", ids))
+		return q
+	}
 	q.add("SELECT pa.property_id FROM agents a JOIN property_agents pa ON pa.agent_id = a.id WHERE a.tenant_id = ",
 		q.arg(tenant), " AND a.country = ", q.arg(country), " AND ", inInts(q, "a.id", ids))
-	q.limitOffset(1, maxLinked)
 	return q
 }
 

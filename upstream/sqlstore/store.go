@@ -191,6 +191,7 @@ type Store struct {
 	tracer       trace.Tracer
 	system       attribute.KeyValue // db.system.name
 	maxLinked    int                // see resolveAgents; tests lower it
+	scopeFirstN  int                // see scopeFirstIDs; tests lower it
 	geoProbe     int                // see geoPage; tests lower it
 	geoWalkFirst int                // see geoWalkBatch; tests set it
 
@@ -295,7 +296,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		maxIdle: maxIdle, queryTimeout: queryTimeout(cfg.QueryTimeout),
 		tracer:  tp.Tracer("listingproxy/upstream/sqlstore"),
 		system:  attribute.String("db.system.name", d.systemName()),
-		tenants: map[string]int64{}, maxLinked: defaultMaxLinked, geoProbe: defaultGeoProbe, fromProperties: "properties p",
+		tenants: map[string]int64{}, maxLinked: defaultMaxLinked, scopeFirstN: scopeFirstIDs, geoProbe: defaultGeoProbe, fromProperties: "properties p",
 		setup: cfg.Setup, kick: make(chan struct{}, 1), prepDone: make(chan struct{}),
 	}
 	switch d.(type) {
