@@ -278,12 +278,6 @@ func (n *nullTime) parse(s string) error {
 		*n = nullTime{t, true}
 		return nil
 	}
-	if len(s) == len(dateLayout) { // a date: sqliteTimeLayout cannot match, and its failure allocates an error
-		if t, err := time.Parse(dateLayout, s); err == nil {
-			*n = nullTime{t.UTC(), true}
-			return nil
-		}
-	}
 	for _, layout := range []string{sqliteTimeLayout, dateLayout, time.RFC3339Nano, "2006-01-02 15:04:05"} {
 		if t, err := time.Parse(layout, s); err == nil {
 			*n = nullTime{t.UTC(), true}
