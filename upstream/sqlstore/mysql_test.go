@@ -189,3 +189,139 @@ func TestMySQLAgentTextFilterPlans(t *testing.T) {
 		}
 	}
 }
+
+// TestMySQLAgentWalkHints: with many agent ids (the scope's agents first,
+// scopeFirstIDs) on MySQL tables, scope_agents reads agents_tc_id, the
+// links are read through JSON_TABLE, and the dense walk whose only filter
+// is the agent ids walks its order's index, forced; with another filter or
+// an order of two fields the walk is left to the planner. Without those
+// indexes, or without JSON_TABLE (MariaDB 10.5), the plain statements give
+// the same answers.
+func TestMySQLAgentWalkHints(t *testing.T) {
+	st := seededMySQL(t, Config{})
+	ctx := context.Background()
+	sc := upstream.Scope{Tenant: "harbour", Country: "au"}
+	as, err := st.ListAgents(ctx, sc, parseAgents(t, "limit=100"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var own []string
+	for _, a := range as {
+		own = append(own, "agent_id[]="+itoa(a.ID))
+	}
+	if len(own) < 2 {
+		t.Fatalf("fixture: %d agents in scope, want several", len(own))
+	}
+	list := strings.Join(own, "&")
+	defer func(n, m int) { st.scopeFirstN, st.maxLinked = n, m }(st.scopeFirstN, st.maxLinked)
+	st.scopeFirstN, st.maxLinked = 1, 2 // dense, as 500 agents at a million properties
+
+	cases := []struct {
+		query string
+		walk  string // the index the walk forces, or "" for none
+	}{
+		{list + "&limit=5", "properties_tc_id_ll"},
+		{list + "&limit=5&order=price", "properties_tc_price_from_ll"},
+		{list + "&limit=4&offset=3&order=suburb", "properties_tc_suburb_ll"},
+		{list + "&limit=5&status=current", ""},
+		{list + "&limit=5&order[]=price&order[]=bedrooms", ""},
+	}
+	want := map[string][]int64{}
+	for _, tc := range cases {
+		c := parseProps(t, tc.query)
+		plan := mustExplain(t, st, sc, c)
+		if !strings.Contains(plan, denseAgentsNote) {
+			t.Fatalf("%s: not the dense walk:\n%s", tc.query, plan)
+		}
+		if tc.walk != "" && !regexp.MustCompile(`table: p, .* key: `+tc.walk+`,`).MatchString(plan) {
+			t.Errorf("%s: walk not over %s:\n%s", tc.query, tc.walk, plan)
+		}
+		if !regexp.MustCompile(`table: a, .* key: agents_tc_id,`).MatchString(plan) {
+			t.Errorf("%s: scope_agents not over agents_tc_id:\n%s", tc.query, plan)
+		}
+		if !strings.Contains(plan, "json_table") {
+			t.Errorf("%s: links not read through JSON_TABLE:\n%s", tc.query, plan)
+		}
+		ps, err := st.ListProperties(ctx, sc, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ps) == 0 {
+			t.Fatalf("%s: fixture: no properties", tc.query)
+		}
+		want[tc.query] = ids(ps)
+	}
+
+	// Without the indexes and JSON_TABLE: the plain statements, the same pages.
+	if _, err := st.db.ExecContext(ctx, "ALTER TABLE agents DROP KEY agents_tc_id"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.db.ExecContext(ctx, "ALTER TABLE properties DROP KEY properties_tc_price_from_ll, DROP KEY properties_tc_suburb_ll"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.detectHints(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st.mu.Lock()
+	st.hints.jsonTable = false
+	st.mu.Unlock()
+	for _, tc := range cases {
+		c := parseProps(t, tc.query)
+		plan := mustExplain(t, st, sc, c)
+		if strings.Contains(plan, "agents_tc_id") || strings.Contains(plan, "json_table") ||
+			strings.Contains(plan, "properties_tc_price_from_ll") || strings.Contains(plan, "properties_tc_suburb_ll") {
+			t.Errorf("%s without the indexes and JSON_TABLE: still used in\n%s", tc.query, plan)
+		}
+		ps, err := st.ListProperties(ctx, sc, c)
+		if err != nil {
+			t.Fatalf("%s without the indexes: %v", tc.query, err)
+		}
+		if diff := gocmp.Diff(want[tc.query], ids(ps)); diff != "" {
+			t.Errorf("%s without the indexes: ids (-with +without):\n%s", tc.query, diff)
+		}
+	}
+}
+
+// TestPageFromHints: the FROM item of the page statement by request, with
+// MySQL's hints as detectHints finds them on schema/mysql.sql's tables and
+// without any (another engine, or a view): the order's index is forced only
+// for the dense agent walk whose only filter is the agent ids, in one order
+// field.
+func TestPageFromHints(t *testing.T) {
+	order := map[string]string{}
+	for field, c := range propertyOrder {
+		order[field] = "properties_tc_" + strings.TrimPrefix(c.expr, "p.") + "_ll"
+	}
+	mysql := hints{fromProperties: "properties p IGNORE INDEX FOR ORDER BY (PRIMARY)", order: order}
+	plain := hints{fromProperties: "properties p"}
+	req := func(query string, linked ...int64) propertyRequest {
+		r := requestOf(parseProps(t, query).Property(), parseProps(t, query))
+		r.linked = linked
+		return r
+	}
+	for _, tc := range []struct {
+		name  string
+		r     propertyRequest
+		mysql string
+	}{
+		{"no agents", req("status=current"), mysql.fromProperties},
+		{"looked up", req("agent_id[]=4", 7, 8), "properties p FORCE INDEX (PRIMARY)"},
+		{"walk by id", req("agent_id[]=4&agent_id[]=9"), "properties p FORCE INDEX (properties_tc_id_ll)"},
+		{"walk by price, deep", req("agent_id[]=4&agent_id[]=9&order=price&offset=300"), "properties p FORCE INDEX (properties_tc_price_from_ll)"},
+		{"walk by suburb then id", req("agent_id[]=4&order[]=suburb&order[]=id"), "properties p FORCE INDEX (properties_tc_suburb_ll)"},
+		{"walk with another filter", req("agent_id[]=4&bedrooms=3"), mysql.fromProperties},
+		{"walk with featured", req("agent_id[]=4&featured=true"), mysql.fromProperties},
+		{"walk in two fields", req("agent_id[]=4&order[]=price&order[]=bedrooms"), mysql.fromProperties},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Store{hints: mysql}
+			if got := s.pageFrom(tc.r); got != tc.mysql {
+				t.Errorf("MySQL: pageFrom = %q, want %q", got, tc.mysql)
+			}
+			s = &Store{hints: plain}
+			if got := s.pageFrom(tc.r); got != plain.fromProperties {
+				t.Errorf("without hints: pageFrom = %q, want %q", got, plain.fromProperties)
+			}
+		})
+	}
+}

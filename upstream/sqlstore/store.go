@@ -208,14 +208,8 @@ type Store struct {
 
 	mu      sync.RWMutex
 	tenants map[string]int64 // tenants.name -> id; only names that exist
-	// fromProperties is the FROM item of the page and geo statements (see
-	// detectHints).
-	fromProperties string
-	// agentTextIndexes are the agents indexes of the name and username
-	// filters that a MySQL agents table has (by column: "name" ->
-	// "agents_tc_name"), see detectHints and agentPageQuery; empty
-	// elsewhere.
-	agentTextIndexes map[string]string
+	// hints are what detectHints found the tables and the engine allow.
+	hints hints
 }
 
 var _ upstream.Backend = (*Store)(nil)
@@ -296,7 +290,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		maxIdle: maxIdle, queryTimeout: queryTimeout(cfg.QueryTimeout),
 		tracer:  tp.Tracer("listingproxy/upstream/sqlstore"),
 		system:  attribute.String("db.system.name", d.systemName()),
-		tenants: map[string]int64{}, maxLinked: defaultMaxLinked, scopeFirstN: scopeFirstIDs, geoProbe: defaultGeoProbe, fromProperties: "properties p",
+		tenants: map[string]int64{}, maxLinked: defaultMaxLinked, scopeFirstN: scopeFirstIDs, geoProbe: defaultGeoProbe, hints: hints{fromProperties: "properties p"},
 		setup: cfg.Setup, kick: make(chan struct{}, 1), prepDone: make(chan struct{}),
 	}
 	switch d.(type) {
@@ -407,81 +401,127 @@ func (s *Store) Ready() error {
 	return fmt.Errorf("%w: %w", ErrNotReady, s.notReady)
 }
 
-// detectHints chooses the FROM item of the page statements. On MySQL, when
-// properties is a table with a primary key (not a view: views take no index
-// hints), it is "properties p IGNORE INDEX FOR ORDER BY (PRIMARY)": for
-// "ORDER BY id LIMIT 20" with a filter, MySQL otherwise walks the clustered
-// primary key from the first row, which for a tenant whose ids come late is
-// most of the table (0.7 s at a million properties), instead of the
-// (tenant_id, country, ...) indexes, which hold the primary key in order too.
-// Open and Migrate call it.
+// hints are the index hints and engine features the statements may use,
+// as detectHints found them: a legacy table, a view or an older engine
+// gets the plain statements.
+type hints struct {
+	// fromProperties is the FROM item of the page and geo statements.
+	fromProperties string
+	// agentText are the agents indexes of the name and username filters
+	// (by column: "name" -> "agents_tc_name"), see agentPageQuery.
+	agentText map[string]string
+	// agentScope is "agents_tc_id" when agents has that index on
+	// (tenant_id, country, id): scope_agents forces it (see
+	// scopeAgentsQuery).
+	agentScope string
+	// order are the properties indexes of the order fields (by field:
+	// "price" -> "properties_tc_price_from_ll"), on (tenant_id, country,
+	// column, id, ...): the dense agent walk forces its order's (see
+	// pageFrom).
+	order map[string]string
+	// jsonTable: the engine has JSON_TABLE (MySQL 8, MariaDB 10.6), with
+	// which the links of many agents are read (see agentLinksFrom).
+	jsonTable bool
+}
+
+// detectHints finds what the page statements may use (see hints). On
+// MySQL, when properties is a table with a primary key (not a view: views
+// take no index hints), the FROM item is "properties p IGNORE INDEX FOR
+// ORDER BY (PRIMARY)": for "ORDER BY id LIMIT 20" with a filter, MySQL
+// otherwise walks the clustered primary key from the first row, which for a
+// tenant whose ids come late is most of the table (0.7 s at a million
+// properties), instead of the (tenant_id, country, ...) indexes, which hold
+// the primary key in order too. Open and Migrate call it.
 //
-// It also finds which of the indexes agents_tc_name and agents_tc_username
-// (tenant_id, country, name or username) a MySQL agents table has, as the
-// schema declares them: an agent list filtered by name or username forces
-// that index (see agentPageQuery), which a view or a table without it would
-// refuse.
+// It also finds which of the indexes of schema/mysql.sql that some
+// statements force the tables have, under those names and on those
+// columns: agents_tc_name and agents_tc_username (an agent list filtered by
+// name or username, see agentPageQuery), agents_tc_id (scope_agents) and
+// the properties_tc_COLUMN_ll of the order fields (the dense agent walk). A
+// view or a table without one keeps the plain statement, which a forced
+// index it lacks would make fail.
 func (s *Store) detectHints(ctx context.Context) error {
-	from := "properties p"
-	var agentIndexes map[string]string
+	h := hints{fromProperties: "properties p"}
 	if _, ok := s.d.(mysqlDialect); ok {
-		var n int
-		err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM information_schema.STATISTICS "+
-			"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'properties' AND INDEX_NAME = 'PRIMARY'").Scan(&n)
+		indexes, err := s.mysqlIndexes(ctx)
 		if err != nil {
-			return fmt.Errorf("sqlstore: inspect properties: %w", err)
+			return fmt.Errorf("sqlstore: inspect indexes: %w", err)
 		}
-		if n > 0 {
-			from = "properties p IGNORE INDEX FOR ORDER BY (PRIMARY)"
+		if _, ok := indexes["properties"]["PRIMARY"]; ok {
+			h.fromProperties = "properties p IGNORE INDEX FOR ORDER BY (PRIMARY)"
+			h.order = map[string]string{}
+			for field, c := range propertyOrder {
+				col := strings.TrimPrefix(c.expr, "p.")
+				want := "tenant_id,country," + col + ",id"
+				if col == "id" {
+					want = "tenant_id,country,id"
+				}
+				name := "properties_tc_" + col + "_ll"
+				if cols, ok := indexes["properties"][name]; ok && (cols == want || strings.HasPrefix(cols, want+",")) {
+					h.order[field] = name
+				}
+			}
 		}
-		if agentIndexes, err = s.mysqlAgentTextIndexes(ctx); err != nil {
-			return fmt.Errorf("sqlstore: inspect agents: %w", err)
+		h.agentText = map[string]string{}
+		for _, col := range []string{"name", "username"} {
+			if name := "agents_tc_" + col; indexes["agents"][name] == "tenant_id,country,"+col {
+				h.agentText[col] = name
+			}
 		}
+		if indexes["agents"]["agents_tc_id"] == "tenant_id,country,id" {
+			h.agentScope = "agents_tc_id"
+		}
+		// A probe, not the version: MySQL and MariaDB number theirs apart.
+		var n int
+		h.jsonTable = s.db.QueryRowContext(ctx, "SELECT count(*) FROM JSON_TABLE('[1]', '$[*]' COLUMNS (id BIGINT PATH '$')) j").Scan(&n) == nil && n == 1
 	}
 	s.mu.Lock()
-	s.fromProperties = from
-	s.agentTextIndexes = agentIndexes
+	s.hints = h
 	s.mu.Unlock()
 	return nil
 }
 
-// mysqlAgentTextIndexes returns, by column, the indexes of schema/mysql.sql
-// on (tenant_id, country, name) and (tenant_id, country, username) that the
-// agents table has, under those names and on those columns.
-func (s *Store) mysqlAgentTextIndexes(ctx context.Context) (map[string]string, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT INDEX_NAME, GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX) "+
-		"FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'agents' "+
-		"AND INDEX_NAME IN ('agents_tc_name', 'agents_tc_username') GROUP BY INDEX_NAME")
+// mysqlIndexes returns the indexes of the tables properties and agents, by
+// table and name, each as its columns in order, comma-separated (lower
+// case); a view has none.
+func (s *Store) mysqlIndexes(ctx context.Context) (map[string]map[string]string, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT TABLE_NAME, INDEX_NAME, GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX) "+
+		"FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN ('properties', 'agents') "+
+		"GROUP BY TABLE_NAME, INDEX_NAME")
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	found := map[string]string{}
+	found := map[string]map[string]string{}
 	for rows.Next() {
-		var name, cols string
-		if err := rows.Scan(&name, &cols); err != nil {
+		var table, name, cols string
+		if err := rows.Scan(&table, &name, &cols); err != nil {
 			return nil, err
 		}
-		col := strings.TrimPrefix(name, "agents_tc_")
-		if strings.EqualFold(cols, "tenant_id,country,"+col) {
-			found[col] = name
+		table = strings.ToLower(table)
+		if found[table] == nil {
+			found[table] = map[string]string{}
 		}
+		found[table][name] = strings.ToLower(cols)
 	}
 	return found, rows.Err()
+}
+
+// currentHints returns what detectHints found last.
+func (s *Store) currentHints() hints {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.hints
 }
 
 // agentTextIndex is the index agentPageQuery forces for a filter on the
 // agents column col ("name" or "username"), or "" for none.
 func (s *Store) agentTextIndex(col string) string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.agentTextIndexes[col]
+	return s.currentHints().agentText[col]
 }
 
 func (s *Store) propertiesFrom() string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.fromProperties
+	return s.currentHints().fromProperties
 }
 
 // Close stops the background preparation, if any, and closes the database.
