@@ -7,6 +7,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -38,29 +44,35 @@ func missPaths() []string {
 	return out
 }
 
-// cpuTime is the process's user and system CPU time so far: every thread,
-// so the collector and background goroutines count, and time spent waiting
-// for a database server does not.
-func cpuTime(b *testing.B) time.Duration {
+// rusage is the process's resource usage so far: the CPU time of every
+// thread, so the collector and background goroutines count, and time spent
+// waiting for a database server does not; the page faults.
+func rusage(b *testing.B) syscall.Rusage {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		b.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return ru
 }
 
 // measureCPU runs op b.N times (b.Loop) and reports the process CPU time
-// per op as cpu-µs/op next to the wall-clock ns/op.
+// per op as cpu-µs/op next to the wall-clock ns/op, its system part as
+// sys-µs/op and the minor page faults as faults/op.
 func measureCPU(b *testing.B, op func(i int)) {
 	b.ReportAllocs()
 	b.ResetTimer()
-	start := cpuTime(b)
+	start := rusage(b)
 	i := 0
 	for b.Loop() {
 		op(i)
 		i++
 	}
-	b.ReportMetric(float64((cpuTime(b)-start).Microseconds())/float64(b.N), "cpu-µs/op")
+	end := rusage(b)
+	user := time.Duration(end.Utime.Nano() - start.Utime.Nano())
+	sys := time.Duration(end.Stime.Nano() - start.Stime.Nano())
+	b.ReportMetric(float64((user+sys).Microseconds())/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64(sys.Microseconds())/float64(b.N), "sys-µs/op")
+	b.ReportMetric(float64(end.Minflt-start.Minflt)/float64(b.N), "faults/op")
 }
 
 // discard is a ResponseWriter that keeps only the status and the size.
@@ -80,7 +92,14 @@ func (d *discard) Write(p []byte) (int, error) { d.n += len(p); return len(p), n
 // parts:
 //
 //   - e2e: a never-asked URL through the wired handler (authentication,
-//     criteria, cache miss, queries, render, ETag and gzip copy, insertion);
+//     criteria, cache miss, queries, render, ETag and gzip copy, insertion),
+//     the cache growing from empty onto memory the process returned to the
+//     system first (debug.FreeOSMemory): a server's first fills after a
+//     start, each touching new pages;
+//   - steady: the same, with the service's memory settings (GOGC off, the
+//     memory limit of cache.max_bytes 16MiB) and the cache already full,
+//     so that fills evict and the heap reuses its pages: a server that has
+//     run for a while;
 //   - queries: the backend's ListProperties for the same criteria (the page
 //     and its agents, media and open homes);
 //   - render: wire.AppendPropertyList of those pages, into a reused buffer
@@ -88,8 +107,10 @@ func (d *discard) Write(p []byte) (int, error) { d.n += len(p); return len(p), n
 //   - gzip: cache.NewEntry of the rendered bodies (ETag and gzip copy).
 //
 // cpu-µs/op is the process's CPU per miss (rusage): on PostgreSQL the
-// server's own CPU is not in it, ns/op includes waiting for it. A
-// PostgreSQL run needs LISTINGPROXY_TEST_POSTGRES_DSN and skips without it.
+// server's own CPU is not in it, ns/op includes waiting for it. sys-µs/op
+// is the kernel's part of it and faults/op the page faults (first touches
+// of memory) per miss. A PostgreSQL run needs
+// LISTINGPROXY_TEST_POSTGRES_DSN and skips without it.
 //
 //	go test -run '^$' -bench MissFullList20 -benchtime 2000x ./cmd/listingproxy
 func BenchmarkMissFullList20(b *testing.B) {
@@ -97,6 +118,14 @@ func BenchmarkMissFullList20(b *testing.B) {
 		b.Run(engine, func(b *testing.B) { benchMiss(b, engine) })
 	}
 }
+
+// steadyMaxBytes is the cache budget of the steady sub-benchmark, and
+// steadyWarm the misses that fill it before the measured ones (about 300
+// lists of ~55 KB fit).
+const (
+	steadyMaxBytes = "16MiB"
+	steadyWarm     = 600
+)
 
 func benchMiss(b *testing.B, engine string) {
 	path, dsn := engineConfig(b, engine, "")
@@ -107,7 +136,7 @@ func benchMiss(b *testing.B, engine string) {
 	if engine == "sqlite" {
 		dsn = cfg.Backends["demo"].SQL.DSN
 	}
-	a := newAppFrom(b, path) // migrates and seeds the demo
+	newAppFrom(b, path) // migrates and seeds the demo
 	st, err := sqlstore.Open(context.Background(), sqlstore.Config{Dialect: engine, DSN: dsn, Now: func() time.Time { return goldenNow }})
 	if err != nil {
 		b.Fatal(err)
@@ -137,31 +166,96 @@ func benchMiss(b *testing.B, engine string) {
 		asks[i] = ask{upstream.Scope{Tenant: "harbour", Country: u.Path[1:3]}, c, f}
 	}
 	enough := func(b *testing.B) {
-		if b.N > len(paths) {
-			b.Fatalf("only %d distinct misses: run with -benchtime %dx or less", len(paths), len(paths))
+		if n := len(paths) - steadyWarm; b.N > n {
+			b.Fatalf("only %d distinct misses: run with -benchtime %dx or less", n, n)
+		}
+	}
+
+	get := func(p string) *http.Request {
+		r := httptest.NewRequest("GET", p, nil)
+		r.SetBasicAuth("harbour", "harbour-demo")
+		return r
+	}
+	// miss serves one never-asked list through h.
+	miss := func(b *testing.B, h http.Handler, w *discard, r *http.Request) {
+		clear(w.h)
+		w.code, w.n = 0, 0
+		h.ServeHTTP(w, r)
+		if w.code != http.StatusOK || w.h.Get("Cache-Status") == "" || w.n < 20*1000 {
+			b.Fatalf("%s: status %d, %d bytes, Cache-Status %q", r.URL, w.code, w.n, w.h.Get("Cache-Status"))
 		}
 	}
 
 	b.Run("e2e", func(b *testing.B) {
 		enough(b)
 		w := &discard{h: http.Header{}}
-		reqs := make([]*http.Request, len(paths))
-		for i, p := range paths {
-			reqs[i] = httptest.NewRequest("GET", p, nil)
-			reqs[i].SetBasicAuth("harbour", "harbour-demo")
+		reqs := make([]*http.Request, len(paths)-steadyWarm)
+		for i := range reqs {
+			reqs[i] = get(paths[i])
 		}
+		// An app of its own, so that its cache is garbage once done.
+		a := newAppFrom(b, path)
 		// Warm the credentials' memo and the pools with another shape.
-		warm := httptest.NewRequest("GET", "/au/properties.xml?detail=full&limit=20&offset=390", nil)
-		warm.SetBasicAuth("harbour", "harbour-demo")
-		a.handler.ServeHTTP(w, warm)
-		measureCPU(b, func(i int) {
-			clear(w.h)
-			w.code, w.n = 0, 0
-			a.handler.ServeHTTP(w, reqs[i])
-			if w.code != http.StatusOK || w.h.Get("Cache-Status") == "" || w.n < 20*1000 {
-				b.Fatalf("%s: status %d, %d bytes, Cache-Status %q", paths[i], w.code, w.n, w.h.Get("Cache-Status"))
-			}
-		})
+		a.handler.ServeHTTP(w, get("/au/properties.xml?detail=full&limit=20&offset=390"))
+		// The cache grows from empty onto memory the process has not
+		// touched yet, whatever ran before in the process.
+		debug.FreeOSMemory()
+		measureCPU(b, func(i int) { miss(b, a.handler, w, reqs[i]) })
+	})
+
+	b.Run("steady", func(b *testing.B) {
+		enough(b)
+		src, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		small := strings.Replace(string(src), "max_bytes: 256MiB", "max_bytes: "+steadyMaxBytes, 1)
+		if small == string(src) {
+			b.Fatal("no cache.max_bytes: 256MiB in the configuration")
+		}
+		path := filepath.Join(b.TempDir(), "config.yaml")
+		if err := os.WriteFile(path, []byte(small), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		cfg, err := config.Load(path, func(string) string { return "" })
+		if err != nil {
+			b.Fatal(err)
+		}
+		w := &discard{h: http.Header{}}
+		// Requests are made as the misses go, from one template and the
+		// paths' parts (two allocations), not kept ready: sixteen thousand
+		// of them would be a live heap of pointers that the collector
+		// marks and a server does not hold.
+		tmpl := get("/")
+		type target struct{ path, query string }
+		targets := make([]target, len(paths)-steadyWarm)
+		for i := range targets {
+			p, q, _ := strings.Cut(paths[i], "?")
+			targets[i] = target{p, q}
+		}
+		request := func(i int) *http.Request {
+			r := new(http.Request)
+			*r = *tmpl
+			r.URL = &url.URL{Path: targets[i].path, RawQuery: targets[i].query}
+			r.RequestURI = paths[i]
+			return r
+		}
+		// The service's memory settings (limitMemory), with the limit
+		// raised by the benchmark's own live heap (the paths and criteria),
+		// so that the collector has the server's headroom.
+		runtime.GC()
+		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		metrics.Read(live)
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(memoryLimit(int64(cfg.Cache.MaxBytes)) + int64(live[0].Value.Uint64())))
+		defer debug.SetGCPercent(debug.SetGCPercent(-1))
+		s := newAppFrom(b, path)
+		// Fill the cache past its budget with other lists, so that the
+		// measured misses evict and the heap recycles its pages, as in a
+		// server that has run for a while.
+		for _, p := range paths[len(paths)-steadyWarm:] {
+			miss(b, s.handler, w, get(p))
+		}
+		measureCPU(b, func(i int) { miss(b, s.handler, w, request(i)) })
 	})
 
 	ctx := context.Background()
