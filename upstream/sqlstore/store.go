@@ -471,9 +471,10 @@ func (s *Store) detectHints(ctx context.Context) error {
 		if indexes["agents"]["agents_tc_id"] == "tenant_id,country,id" {
 			h.agentScope = "agents_tc_id"
 		}
-		// A probe, not the version: MySQL and MariaDB number theirs apart.
+		// A probe, not the version (MySQL and MariaDB number theirs
+		// apart), with the array bound as agentLinksFrom binds it.
 		var n int
-		h.jsonTable = s.db.QueryRowContext(ctx, "SELECT count(*) FROM JSON_TABLE('[1]', '$[*]' COLUMNS (id BIGINT PATH '$')) j").Scan(&n) == nil && n == 1
+		h.jsonTable = s.db.QueryRowContext(ctx, "SELECT count(*) FROM JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$')) j", jsonIDs([]int64{4, 9})).Scan(&n) == nil && n == 2
 	}
 	s.mu.Lock()
 	s.hints = h
