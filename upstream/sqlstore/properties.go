@@ -274,8 +274,9 @@ func (s *Store) denseAgents(ctx context.Context, tenant int64, country string, r
 //     id), walks that field's index (hints.order), which the planner
 //     chooses anyway after weighing the 16 indexes of (tenant_id, country,
 //     ...) against the walk's per-row check: for 500 agents that weighing
-//     was about half of the statement (MariaDB 4.5 -> 2.6 ms p50 by id,
-//     5.7 -> 3.1 by price, measured from Go with the statement prepared).
+//     was a third of the statement (MariaDB list_properties 1.8-2.1 ->
+//     1.3-1.5 ms median by id, 2.2-2.7 -> 1.4-1.8 by price; sqlbench
+//     -statements, docs/sql.md "The agent_id filter").
 func (s *Store) pageFrom(r propertyRequest) string {
 	h := s.currentHints()
 	if h.order == nil { // no hints: not MySQL, or a view
@@ -315,8 +316,8 @@ func walkOrderField(r propertyRequest) string {
 // scopeAgentsQuery is the statement of resolveAgents for the dense case:
 // the ids, of ids, of agents of the tenant and country (index agents_tc_id,
 // forced where detectHints found it: MariaDB otherwise weighs the primary
-// key and the other agents indexes against the id list, 3.8 -> 2.2 ms p50
-// for 500 ids).
+// key and the other agents indexes against the id list, 1.7-2.0 -> 1.3 ms
+// median for 500 ids).
 func (s *Store) scopeAgentsQuery(tenant int64, country string, ids []int64) *query {
 	q := newQuery(s.d)
 	q.add("SELECT a.id FROM agents a")
@@ -359,7 +360,7 @@ func (s *Store) agentLinksFrom(tenant int64, country string, ids []int64, scoped
 		// On MySQL the ids bound as one JSON array, read by JSON_TABLE:
 		// one statement text for any number of ids, and none of the range
 		// analysis MariaDB does on an IN list of 500 at each execution
-		// (2.6 -> 1.4 ms p50 for 500 agents' first 2,001 links).
+		// (1.4-1.6 -> 0.8-1.1 ms median for 500 agents' first 2,001 links).
 		q.add("SELECT pa.property_id FROM JSON_TABLE(", q.arg(jsonIDs(ids)),
 			", '$[*]' COLUMNS (id BIGINT PATH '$')) j JOIN property_agents pa ON pa.agent_id = j.id")
 		return q
