@@ -194,7 +194,9 @@ func TestMySQLAgentTextFilterPlans(t *testing.T) {
 // scopeFirstIDs) on MySQL tables, scope_agents reads agents_tc_id, the
 // links are read through JSON_TABLE, and the dense walk whose only filter
 // is the agent ids walks its order's index, forced; with another filter or
-// an order of two fields the walk is left to the planner. Without those
+// an order of two fields the walk is left to the planner (which index is
+// forced for which request is TestPageFromHints'; here the plans and pages,
+// which a small table cannot tell forced from chosen). Without those
 // indexes, or without JSON_TABLE (MariaDB 10.5), the plain statements give
 // the same answers.
 func TestMySQLAgentWalkHints(t *testing.T) {
