@@ -18,9 +18,15 @@
 # headers), and keys its cache on the Authorization header, like listingproxy.
 # nginx and Varnish are installed from Debian packages when missing and run in
 # the foreground on free loopback ports; every process is stopped by PID.
+# A fourth server, bench/cmd/bareproxy, is the net/http ceiling: a caching
+# proxy on net/http that does nothing per hit but compare the Authorization
+# header, look its map up and write the stored answer, with listingproxy's
+# server limits and one-write connections. lp/bare is what listingproxy's
+# handler costs on top of net/http; bare/nginx is how far net/http itself is
+# from nginx on the case (a target above it is out of reach for any handler).
 #
-# Measurement. The three servers are pinned to CPU 0, wrk to CPU 1 (with
-# taskset and 2+ CPUs). Each round measures the three back to back (wrk, a Lua
+# Measurement. The four servers are pinned to CPU 0, wrk to CPU 1 (with
+# taskset and 2+ CPUs). Each round measures the four back to back (wrk, a Lua
 # script cycling through the case's paths); the ratios printed are the medians
 # of the per-round ratios, so slow drifts of a shared VM's speed cancel out.
 # CPU µs per request is the server's user+system time (/proc, every process of
@@ -60,6 +66,7 @@ trap cleanup EXIT
 
 go build -o "$work/listingproxy" ./cmd/listingproxy
 go build -o "$work/warm" ./bench/cmd/warm
+go build -o "$work/bareproxy" ./bench/cmd/bareproxy
 
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 wait_port() { # port name: wait (bounded) until something answers there
@@ -234,8 +241,14 @@ pids+=($!); VA_MASTER=$!
 wait_port "$VA" varnish
 va_pids() { echo "$VA_MASTER" $(pgrep -P "$VA_MASTER" || true); }
 
-printf '\n%-28s %9s %9s %9s  %8s %8s %8s  %7s %7s   (median of %s rounds of %s)\n' \
-  case lp-req/s nginx varnish lp-µs ng-µs va-µs lp/ng lp/va "$ROUNDS" "$DURATION"
+# The net/http ceiling (see the top of this file).
+BA=$(free_port)
+"${SERVER_CPU[@]}" "$work/bareproxy" -listen "127.0.0.1:$BA" -origin "http://127.0.0.1:$LP" -auth "Basic $CRED" >"$work/bare.log" 2>&1 &
+pids+=($!); BA_PID=$!
+wait_port "$BA" bare
+
+printf '\n%-28s %9s %9s %9s %9s  %7s %7s %7s %7s  %6s %6s %6s %6s   (median of %s rounds of %s)\n' \
+  case lp-req/s nginx varnish bare lp-µs ng-µs va-µs ba-µs lp/ng lp/va lp/ba ba/ng "$ROUNDS" "$DURATION"
 for body in 2KB 45KB; do
   for enc in identity gzip; do
     for conns in 64 256; do
@@ -244,28 +257,33 @@ for body in 2KB 45KB; do
         if [ -n "$CASES" ] && ! grep -qw -- "$name" <<<"$CASES"; then continue; fi
         paths="$work/$body.$keys"
         warmhdr=(-H "$AUTH"); [ "$enc" = gzip ] && warmhdr+=(-H "$GZIP")
-        for port in "$LP" "$NG" "$VA"; do                      # fill each cache with the case's keys
+        for port in "$LP" "$NG" "$VA" "$BA"; do                      # fill each cache with the case's keys
           "$work/warm" -base "http://127.0.0.1:$port" -paths <(sort -u "$paths") "${warmhdr[@]}"
         done
         p1=$(head -1 "$paths")                                 # and check that each now answers it from its cache
         curl -fsS -o /dev/null -D - "${warmhdr[@]}" "http://127.0.0.1:$LP$p1" | grep -qi '^Cache-Status: listingproxy; hit' || { echo "$name: listingproxy did not hit"; exit 1; }
         curl -fsS -o /dev/null -D - "${warmhdr[@]}" "http://127.0.0.1:$NG$p1" | grep -qi '^X-Cache-Status: HIT' || { echo "$name: nginx did not hit"; exit 1; }
         curl -fsS -o /dev/null -D - "${warmhdr[@]}" "http://127.0.0.1:$VA$p1" | grep -qiE '^X-Varnish: [0-9]+ [0-9]+' || { echo "$name: varnish did not hit"; exit 1; }
-        for f in lp ng va r_ng r_va; do : >"$work/$f.rps"; : >"$work/$f.cpu"; done
+        curl -fsS -o /dev/null -D - "${warmhdr[@]}" "http://127.0.0.1:$BA$p1" | grep -qi '^X-Cache-Status: HIT' || { echo "$name: bare did not hit"; exit 1; }
+        for f in lp ng va ba r_ng r_va r_ba r_bang; do : >"$work/$f.rps"; : >"$work/$f.cpu"; done
         for _ in $(seq 1 "$ROUNDS"); do
           read -r a ac < <(measure "http://127.0.0.1:$LP" "$paths" "$conns" "$enc" "$LP_PID")
           read -r b bc < <(measure "http://127.0.0.1:$NG" "$paths" "$conns" "$enc" "${NG_PIDS[@]}")
           read -r c cc < <(measure "http://127.0.0.1:$VA" "$paths" "$conns" "$enc" $(va_pids))
+          read -r d dc < <(measure "http://127.0.0.1:$BA" "$paths" "$conns" "$enc" "$BA_PID")
           echo "$a" >>"$work/lp.rps"; echo "$ac" >>"$work/lp.cpu"
           echo "$b" >>"$work/ng.rps"; echo "$bc" >>"$work/ng.cpu"
           echo "$c" >>"$work/va.rps"; echo "$cc" >>"$work/va.cpu"
+          echo "$d" >>"$work/ba.rps"; echo "$dc" >>"$work/ba.cpu"
           awk -v a="$a" -v b="$b" 'BEGIN {print a/b}' >>"$work/r_ng.rps"
           awk -v a="$a" -v c="$c" 'BEGIN {print a/c}' >>"$work/r_va.rps"
+          awk -v a="$a" -v d="$d" 'BEGIN {print a/d}' >>"$work/r_ba.rps"
+          awk -v d="$d" -v b="$b" 'BEGIN {print d/b}' >>"$work/r_bang.rps"
         done
-        printf '%-28s %9.0f %9.0f %9.0f  %8.1f %8.1f %8.1f  %7.2f %7.2f\n' "$name" \
-          "$(median <"$work/lp.rps")" "$(median <"$work/ng.rps")" "$(median <"$work/va.rps")" \
-          "$(median <"$work/lp.cpu")" "$(median <"$work/ng.cpu")" "$(median <"$work/va.cpu")" \
-          "$(median <"$work/r_ng.rps")" "$(median <"$work/r_va.rps")" | tee -a "$work/results"
+        printf '%-28s %9.0f %9.0f %9.0f %9.0f  %7.1f %7.1f %7.1f %7.1f  %6.2f %6.2f %6.2f %6.2f\n' "$name" \
+          "$(median <"$work/lp.rps")" "$(median <"$work/ng.rps")" "$(median <"$work/va.rps")" "$(median <"$work/ba.rps")" \
+          "$(median <"$work/lp.cpu")" "$(median <"$work/ng.cpu")" "$(median <"$work/va.cpu")" "$(median <"$work/ba.cpu")" \
+          "$(median <"$work/r_ng.rps")" "$(median <"$work/r_va.rps")" "$(median <"$work/r_ba.rps")" "$(median <"$work/r_bang.rps")" | tee -a "$work/results"
       done
     done
   done
@@ -275,7 +293,7 @@ done
 echo
 echo "targets (load average $(cut -d' ' -f1-3 /proc/loadavg)):"
 awk '
-  {lpus[$1] = $5; ng[$1] = $8; va[$1] = $9}
+  {lpus[$1] = $6; ng[$1] = $10; va[$1] = $11; lpba[$1] = $12; bang[$1] = $13}
   function ratio(what, c, v, want, ge) {
     if (!(c in lpus)) return
     printf "  %-52s %5.2f  (target %s %.1f: %s)\n", what, v, ge ? ">=" : "<=", want, (ge ? v >= want : v <= want) ? "met" : "missed"
@@ -289,4 +307,7 @@ awk '
       if (one in lpus) ratio(k ": CPU/hit vs 1 key", k, lpus[k] / lpus[one], 1.2, 0)
     }
     ratio("45KB gzip (stored form), 64 connections: lp/varnish", "45KB/gzip/c64/1key", va["45KB/gzip/c64/1key"], 1.0, 1)
+    print "the net/http ceiling on the cases against nginx (bare/nginx: a handler doing nothing; lp/bare: listingproxy against it):"
+    split("45KB/identity/c64/1key 2KB/identity/c256/1key 45KB/identity/c256/1key", cs, " ")
+    for (i = 1; i <= 3; i++) if (cs[i] in bang) printf "  %-28s bare/nginx %5.2f   lp/bare %5.2f\n", cs[i], bang[cs[i]], lpba[cs[i]]
   }' "$work/results"
