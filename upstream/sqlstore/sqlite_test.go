@@ -91,6 +91,65 @@ func TestMigrateEmptySeed(t *testing.T) {
 	}
 }
 
+// TestSQLiteRowidChildTables checks that a database created before the
+// child tables were WITHOUT ROWID (schema/sqlite.sql: property_agents,
+// property_media and openhomes clustered by property) keeps its tables as
+// they are through Migrate and answers as the oracle does, and that a new
+// database gets the clustered tables.
+func TestSQLiteRowidChildTables(t *testing.T) {
+	ctx := context.Background()
+	layouts := func(t *testing.T, st *Store) map[string]bool {
+		t.Helper()
+		clustered := map[string]bool{}
+		for _, table := range []string{"property_agents", "property_media", "openhomes"} {
+			var text string
+			if err := st.db.QueryRowContext(ctx, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", table).Scan(&text); err != nil {
+				t.Fatal(err)
+			}
+			clustered[table] = strings.HasSuffix(text, "WITHOUT ROWID")
+		}
+		return clustered
+	}
+	if got := layouts(t, openSQLite(t)); !got["property_agents"] || !got["property_media"] || !got["openhomes"] {
+		t.Errorf("a new database's child tables: WITHOUT ROWID %v, want all", got)
+	}
+
+	// The schema as listingproxy created it before: rowid child tables.
+	text, err := schemas.ReadFile("schema/sqlite.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := strings.ReplaceAll(string(text), ") WITHOUT ROWID;", ");")
+	if old == string(text) {
+		t.Fatal("schema/sqlite.sql has no WITHOUT ROWID table")
+	}
+	st, err := Open(ctx, Config{DSN: filepath.Join(t.TempDir(), "old.db"), Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	for _, stmt := range splitStatements(old) {
+		if _, err := st.db.ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate on a database of the rowid schema: %v", err)
+	}
+	if got := layouts(t, st); got["property_agents"] || got["property_media"] || got["openhomes"] {
+		t.Errorf("after Migrate, an older database's child tables: WITHOUT ROWID %v, want none (left as they were)", got)
+	}
+	o := demo.Options{Now: testNow}
+	if err := st.SeedDemo(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := demo.Collect(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testBackendAgainstOracle(t, st, ds, testNow)
+}
+
 func TestSeedIsAtomic(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	st := openSQLite(t)
