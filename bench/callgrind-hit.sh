@@ -14,6 +14,8 @@
 #   ENV='GOGC=100' bash bench/callgrind-hit.sh           # environment of the server
 #   URL_PATH='/au/properties.xml?detail=full&limit=22' bash bench/callgrind-hit.sh
 #   DUMP=/tmp/c64.cg bash bench/callgrind-hit.sh         # keep callgrind's dump (callgrind_annotate it)
+#   SERVER=bare bash bench/callgrind-hit.sh              # bench/cmd/bareproxy (the net/http ceiling) under callgrind instead,
+#                                                        # filled from a native listingproxy: the same bytes, net/http's share alone
 #
 # Under valgrind a hit is ~100 times slower (~300 hits a second), so the
 # window holds ~20,000 hits in 60 s; wrk's timeout is raised to 60 s so that
@@ -30,11 +32,14 @@ WARMUP=${WARMUP:-10s}
 LL=${LL:-33554432,16,64}
 URL_PATH=${URL_PATH:-/au/properties/1.xml}
 ENV=${ENV:-}
+SERVER=${SERVER:-listingproxy}
+case "$SERVER" in listingproxy|bare) ;; *) echo "SERVER must be listingproxy or bare, not $SERVER" >&2; exit 2;; esac
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-900}
 for t in valgrind wrk; do command -v $t >/dev/null || { echo "needs $t" >&2; exit 2; }; done
 . bench/lib.sh
 bench_start
 go build -o "$work/listingproxy" ./cmd/listingproxy
+go build -o "$work/bareproxy" ./bench/cmd/bareproxy
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 1 600); do if curl -s -o /dev/null "http://127.0.0.1:$1/"; then return; fi; sleep 0.5; done; echo "port $1 never answered" >&2; exit 1; }
 port=$(free_port)
@@ -47,13 +52,22 @@ sed -e "s|^listen: \"[0-9.]*:8080\"|listen: \"127.0.0.1:$port\"|" \
 seed=$!
 wait_port "$port"
 kill "$seed"; wait "$seed" 2>/dev/null || true
+AUTH="Authorization: Basic $(printf 'harbour:harbour-demo' | base64)"
+server=("$work/listingproxy" -config "$work/config.yaml")
+if [ "$SERVER" = bare ]; then
+  # listingproxy natively as the origin; bareproxy under callgrind in front.
+  "$work/listingproxy" -config "$work/config.yaml" >"$work/origin.log" 2>&1 &
+  pids+=($!)
+  wait_port "$port"
+  origin=$port port=$(free_port)
+  server=("$work/bareproxy" -listen "127.0.0.1:$port" -origin "http://127.0.0.1:$origin" -auth "${AUTH#Authorization: }")
+fi
 # shellcheck disable=SC2086 # ENV is a word list on purpose
 env GODEBUG=asyncpreemptoff=1 $ENV valgrind --tool=callgrind --cache-sim=yes --instr-atstart=no --LL="$LL" \
-  --callgrind-out-file="$work/cg.out" "$work/listingproxy" -config "$work/config.yaml" >"$work/server.log" 2>&1 &
+  --callgrind-out-file="$work/cg.out" "${server[@]}" >"$work/server.log" 2>&1 &
 vg=$!
 pids+=("$vg")
 wait_port "$port"
-AUTH="Authorization: Basic $(printf 'harbour:harbour-demo' | base64)"
 URL="http://127.0.0.1:$port$URL_PATH"
 curl -fsS -H "$AUTH" "$URL" -o /dev/null
 wrk -t1 -c"$CONNECTIONS" -d"$WARMUP" --timeout 60s -H "$AUTH" "$URL" >/dev/null
@@ -68,7 +82,7 @@ fi
 n=$(awk '/requests in/ {print $1}' <<<"$out")
 dump=$(ls "$work"/cg.out.* | head -n1)
 [ -n "${DUMP:-}" ] && cp "$dump" "$DUMP"
-printf '%s, %s connections, %s hits in %s, LL %s%s\n' "$URL_PATH" "$CONNECTIONS" "$n" "$DURATION" "$LL" "${ENV:+, $ENV}"
+printf '%s: %s, %s connections, %s hits in %s, LL %s%s\n' "$SERVER" "$URL_PATH" "$CONNECTIONS" "$n" "$DURATION" "$LL" "${ENV:+, $ENV}"
 callgrind_annotate "$dump" 2>/dev/null | grep 'PROGRAM TOTALS' | tr -d ',' | awk -v n="$n" '
   {printf "per hit: Ir %.0f  Dr %.0f  Dw %.0f  I1mr %.1f  D1mr %.1f  D1mw %.1f  LLmr %.2f  LLmw %.2f\n",
     $1/n, $3/n, $5/n, $7/n, $9/n, $11/n, ($13+$15)/n, $17/n}'
