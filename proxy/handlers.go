@@ -267,7 +267,7 @@ func (s *Server) parseID(r *request) (int64, error) {
 	if r.who.perms&PermFull == 0 {
 		return 0, &Error{Status: http.StatusOK, Message: msgNeedFull}
 	}
-	raw := strings.TrimSuffix(r.PathValue("file"), "."+r.format.String())
+	raw := strings.TrimSuffix(pathValue(r.Request, "file"), "."+r.format.String())
 	id, ok := normalize.ParseID(raw)
 	if !ok {
 		return 0, &Error{Status: http.StatusOK, Message: "ID " + strconv.Quote(truncate(raw, 64)) + " is not a valid number"}

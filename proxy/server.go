@@ -164,6 +164,8 @@ type Server struct {
 	now       func() time.Time
 	log       *slog.Logger
 	mux       *http.ServeMux
+	lists     map[string]directRoute // GET routes by last segment, for route
+	singles   map[string]directRoute // GET /{country}/{resource}/{file} routes by resource, for route
 	memo      *criteriaMemo
 	scopes    map[scopeKey]string // cache-key scopes, by permissions, country and format
 	tracer    trace.Tracer        // nil: no spans
@@ -301,6 +303,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.badRequestLine(w, r)
 		return
 	}
+	if h, ok := s.route(r); ok {
+		h.ServeHTTP(w, r)
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }
 
@@ -339,7 +345,7 @@ func (s *Server) api(format wire.Format, h apiHandler) http.Handler {
 		case rq.who.tenant.limiter != nil && s.overLimit(w, rq.who.tenant, &deny):
 			err = &Error{Status: http.StatusTooManyRequests, Message: msgTenantLimit}
 		default:
-			rq.country = r.PathValue("country")
+			rq.country = pathValue(r, "country")
 			rq.loc = s.countries[rq.country]
 			if rq.loc == nil {
 				err = &Error{Status: http.StatusNotFound, Message: "Unknown country " + strconv.Quote(truncate(rq.country, 16))}

@@ -1,0 +1,118 @@
+package proxy_test
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"listingproxy/proxy"
+)
+
+// TestDirectRoutesAgreeWithServeMux sends the same request lines, one after
+// the other, to two servers on the same backend: one that finds its GET
+// routes without the ServeMux (route), one that routes everything through
+// it. Every answer must be the same (status, body, every header but the
+// per-response ones), and so must the route telemetry names it by
+// (Request.Pattern). The targets cover each shape the direct routes take
+// and the near misses they must leave to the ServeMux: escapes that change
+// the segments, other methods, trailing slashes, extra or missing
+// segments, unknown resources and extensions.
+func TestDirectRoutesAgreeWithServeMux(t *testing.T) {
+	direct := newServer(t, newFake(), proxy.Options{})
+	viaMux := newServer(t, newFake(), proxy.Options{})
+	proxy.WithoutDirectRoutes(viaMux)
+
+	type answer struct {
+		Status  int
+		Header  http.Header
+		Body    string
+		Pattern string
+	}
+	// byRoute counts the requests the direct server's route answered: a
+	// GET pattern with no path values, which only the ServeMux sets.
+	byRoute := 0
+	serve := func(s http.Handler, direct bool) (addr string, pattern *string) {
+		var p string
+		ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.ServeHTTP(w, r)
+			p = r.Pattern
+			if direct && strings.HasPrefix(p, "GET ") && r.PathValue("country") == "" {
+				byRoute++
+			}
+		}))
+		ts.Config.DisableGeneralOptionsHandler = true
+		ts.Start()
+		t.Cleanup(ts.Close)
+		return ts.Listener.Addr().String(), &p
+	}
+	send := func(addr string, pattern *string, method, target, user string) answer {
+		t.Helper()
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		req := method + " " + target + " HTTP/1.1\r\nHost: listings.example\r\nConnection: close\r\n"
+		if user != "" {
+			req += "Authorization: " + basic(user) + "\r\n"
+		}
+		if _, err := io.WriteString(conn, req+"\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: method})
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, target, err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"Date", "X-Request-Id", "Age"} {
+			resp.Header.Del(k)
+		}
+		return answer{resp.StatusCode, resp.Header, string(b), *pattern}
+	}
+	dAddr, dPat := serve(direct, true)
+	mAddr, mPat := serve(viaMux, false)
+
+	targets := []string{
+		"/au/properties.xml", "/nz/properties.json", "/au/agents.xml", "/nz/agents.json",
+		"/au/properties.xml?limit=2&order=price", "/au/properties.json?detail=full&limit=1",
+		"/au/properties/1.xml", "/au/properties/1.json", "/nz/agents/7.json", "/au/agents/1.xml",
+		"/au/properties/abc.xml", "/au/properties/1", "/au/properties/1.yaml", "/au/properties/1.xml.json",
+		"/xx/properties.xml", "/xx/properties/1.json", "/AU/properties.xml",
+		"/au/properties.yaml", "/au/properties", "/au/agents", "/au/houses.xml", "/au/houses/1.xml",
+		"/au/properties/", "/au/properties.xml/", "/au/properties/1.xml/", "/au/properties/1.xml/x",
+		"/au", "/au/", "/", "/properties.xml", "/au/x/properties.xml",
+		"/a%75/properties.xml", "/au/propert%69es.xml", "/au/properties%2Exml", "/au%2Fx/properties.xml",
+		"/au/properties/1%2Fx.xml", "/au/properties%2F1.xml", "/au/properties/%31.xml", "/a%20u/properties.json",
+		"/au/properties/1%20.xml", "http://listings.example/au/properties/1.xml",
+	}
+	// Each method and user that can change the answer: anonymous, a full
+	// and a short permission level, another tenant (with GET only: the
+	// others are answered before authentication).
+	type caller struct{ method, user string }
+	callers := []caller{{"GET", ""}, {"GET", "harbour"}, {"GET", "harbour-short"}, {"GET", "summit"},
+		{"HEAD", "harbour"}, {"POST", "harbour"}, {"DELETE", ""}, {"OPTIONS", "harbour"}, {"TRACE", ""}}
+	for _, target := range targets {
+		for _, c := range callers {
+			got := send(dAddr, dPat, c.method, target, c.user)
+			want := send(mAddr, mPat, c.method, target, c.user)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s %s as %q: direct routes (+) differ from the ServeMux (-):\n%s", c.method, target, c.user, diff)
+			}
+		}
+	}
+	// The comparison means something only if route answered many of them:
+	// the 18 routable targets' GETs and HEADs (5 callers each) at least.
+	if byRoute < 18*5 {
+		t.Fatalf("route answered only %d requests: the corpus no longer exercises it", byRoute)
+	}
+}
