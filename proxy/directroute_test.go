@@ -1,9 +1,6 @@
 package proxy_test
 
 import (
-	"bufio"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -53,31 +50,11 @@ func TestDirectRoutesAgreeWithServeMux(t *testing.T) {
 	}
 	send := func(addr string, pattern *string, method, target, user string) answer {
 		t.Helper()
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		req := method + " " + target + " HTTP/1.1\r\nHost: listings.example\r\nConnection: close\r\n"
-		if user != "" {
-			req += "Authorization: " + basic(user) + "\r\n"
-		}
-		if _, err := io.WriteString(conn, req+"\r\n"); err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: method})
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, target, err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp, body := exchangeRaw(t, addr, method, target, user)
 		for _, k := range []string{"Date", "X-Request-Id", "Age"} {
 			resp.Header.Del(k)
 		}
-		return answer{resp.StatusCode, resp.Header, string(b), *pattern}
+		return answer{resp.StatusCode, resp.Header, body, *pattern}
 	}
 	dAddr, dPat := serve(direct, true)
 	mAddr, mPat := serve(viaMux, false)

@@ -38,6 +38,19 @@ type rawResponse struct {
 // uncleaned paths) reach the server as written.
 func sendRaw(t *testing.T, addr, method, target, user string) rawResponse {
 	t.Helper()
+	resp, body := exchangeRaw(t, addr, method, target, user)
+	got := rawResponse{Status: resp.StatusCode, Body: body, Header: map[string]string{}}
+	for _, k := range []string{"Content-Type", "Allow", "Location", "WWW-Authenticate", "Cache-Control"} {
+		if v := resp.Header.Get(k); v != "" {
+			got.Header[k] = v
+		}
+	}
+	return got
+}
+
+// exchangeRaw is sendRaw's exchange: the whole response and its body.
+func exchangeRaw(t *testing.T, addr, method, target, user string) (*http.Response, string) {
+	t.Helper()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -59,13 +72,7 @@ func sendRaw(t *testing.T, addr, method, target, user string) rawResponse {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := rawResponse{Status: resp.StatusCode, Body: string(b), Header: map[string]string{}}
-	for _, k := range []string{"Content-Type", "Allow", "Location", "WWW-Authenticate", "Cache-Control"} {
-		if v := resp.Header.Get(k); v != "" {
-			got.Header[k] = v
-		}
-	}
-	return got
+	return resp, string(b)
 }
 
 // TestEveryRequestLineGetsOurAnswer sends request lines that net/http's
