@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -59,26 +60,13 @@ func TestDirectRoutesAgreeWithServeMux(t *testing.T) {
 	dAddr, dPat := serve(direct, true)
 	mAddr, mPat := serve(viaMux, false)
 
-	targets := []string{
-		"/au/properties.xml", "/nz/properties.json", "/au/agents.xml", "/nz/agents.json",
-		"/au/properties.xml?limit=2&order=price", "/au/properties.json?detail=full&limit=1",
-		"/au/properties/1.xml", "/au/properties/1.json", "/nz/agents/7.json", "/au/agents/1.xml",
-		"/au/properties/abc.xml", "/au/properties/1", "/au/properties/1.yaml", "/au/properties/1.xml.json",
-		"/xx/properties.xml", "/xx/properties/1.json", "/AU/properties.xml",
-		"/au/properties.yaml", "/au/properties", "/au/agents", "/au/houses.xml", "/au/houses/1.xml",
-		"/au/properties/", "/au/properties.xml/", "/au/properties/1.xml/", "/au/properties/1.xml/x",
-		"/au", "/au/", "/", "/properties.xml", "/au/x/properties.xml",
-		"/a%75/properties.xml", "/au/propert%69es.xml", "/au/properties%2Exml", "/au%2Fx/properties.xml",
-		"/au/properties/1%2Fx.xml", "/au/properties%2F1.xml", "/au/properties/%31.xml", "/a%20u/properties.json",
-		"/au/properties/1%20.xml", "http://listings.example/au/properties/1.xml",
-	}
 	// Each method and user that can change the answer: anonymous, a full
 	// and a short permission level, another tenant (with GET only: the
 	// others are answered before authentication).
 	type caller struct{ method, user string }
 	callers := []caller{{"GET", ""}, {"GET", "harbour"}, {"GET", "harbour-short"}, {"GET", "summit"},
 		{"HEAD", "harbour"}, {"POST", "harbour"}, {"DELETE", ""}, {"OPTIONS", "harbour"}, {"TRACE", ""}}
-	for _, target := range targets {
+	for _, target := range directRouteTargets {
 		for _, c := range callers {
 			got := send(dAddr, dPat, c.method, target, c.user)
 			want := send(mAddr, mPat, c.method, target, c.user)
@@ -92,4 +80,58 @@ func TestDirectRoutesAgreeWithServeMux(t *testing.T) {
 	if byRoute < 18*5 {
 		t.Fatalf("route answered only %d requests: the corpus no longer exercises it", byRoute)
 	}
+}
+
+// directRouteTargets are the request targets the direct routes are compared
+// on: each shape they take and the near misses they must leave alone.
+var directRouteTargets = []string{
+	"/au/properties.xml", "/nz/properties.json", "/au/agents.xml", "/nz/agents.json",
+	"/au/properties.xml?limit=2&order=price", "/au/properties.json?detail=full&limit=1",
+	"/au/properties/1.xml", "/au/properties/1.json", "/nz/agents/7.json", "/au/agents/1.xml",
+	"/au/properties/abc.xml", "/au/properties/1", "/au/properties/1.yaml", "/au/properties/1.xml.json",
+	"/xx/properties.xml", "/xx/properties/1.json", "/AU/properties.xml",
+	"/au/properties.yaml", "/au/properties", "/au/agents", "/au/houses.xml", "/au/houses/1.xml",
+	"/au/properties/", "/au/properties.xml/", "/au/properties/1.xml/", "/au/properties/1.xml/x",
+	"/au", "/au/", "/", "/properties.xml", "/au/x/properties.xml",
+	"/a%75/properties.xml", "/au/propert%69es.xml", "/au/properties%2Exml", "/au%2Fx/properties.xml",
+	"/au/properties/1%2Fx.xml", "/au/properties%2F1.xml", "/au/properties/%31.xml", "/a%20u/properties.json",
+	"/au/properties/1%20.xml", "http://listings.example/au/properties/1.xml",
+}
+
+// FuzzDirectRoutes compares, for arbitrary targets and methods, the answer
+// of a server with direct routes and of one routing through the ServeMux
+// alone (status, body, content type, Allow, and the route name).
+func FuzzDirectRoutes(f *testing.F) {
+	methods := []string{"GET", "HEAD", "POST", "OPTIONS"}
+	for i, target := range directRouteTargets {
+		f.Add(target, uint8(i))
+	}
+	direct := newServer(f, newFake(), proxy.Options{Cache: newCache(f)})
+	viaMux := newServer(f, newFake(), proxy.Options{Cache: newCache(f)})
+	proxy.WithoutDirectRoutes(viaMux)
+	f.Fuzz(func(t *testing.T, target string, m uint8) {
+		u, err := url.Parse(target)
+		if err != nil || !strings.HasPrefix(u.Path, "/") || u.Host != "" || u.Scheme != "" {
+			t.Skip()
+		}
+		method := methods[int(m)%len(methods)]
+		type answer struct {
+			Status                   int
+			ContentType, Allow, Body string
+			Pattern                  string
+		}
+		ask := func(s http.Handler) answer {
+			r := httptest.NewRequest(method, "/", nil)
+			r.URL = u
+			r.RequestURI = u.RequestURI()
+			r.Header.Set("Authorization", basic("harbour"))
+			w := httptest.NewRecorder()
+			s.ServeHTTP(w, r)
+			return answer{w.Code, w.Header().Get("Content-Type"), w.Header().Get("Allow"), w.Body.String(), r.Pattern}
+		}
+		want, got := ask(viaMux), ask(direct)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("%s %q: direct routes (+) differ from the ServeMux (-):\n%s", method, target, diff)
+		}
+	})
 }
