@@ -21,6 +21,9 @@ type query struct {
 	// unprepared keeps the statement out of the statement cache (see
 	// stmtCache): run as a one-off, prepared and closed each time.
 	unprepared bool
+	// jsonTable: the engine reads a JSON array with JSON_TABLE (MySQL 8,
+	// MariaDB 10.6; hints.jsonTable), so byIDs binds ids as one array.
+	jsonTable bool
 }
 
 func newQuery(d dialect) *query { return &query{d: d} }
@@ -105,12 +108,25 @@ func jsonIDs(ids []int64) string {
 // ids.value", each id looked up in expr's index in turn. An IN (SELECT
 // value FROM json_each(?)) condition is a list subquery, which SQLite
 // copies into a temporary index (parse, create, insert) before the lookups,
-// in each branch of load_children. Elsewhere it is inIDs's IN list.
+// in each branch of load_children. On MySQL and MariaDB with JSON_TABLE
+// (q.jsonTable) the same shape reads the array with JSON_TABLE: one
+// statement text for any number of ids, where an IN list has one per page
+// size, each prepared on the server and churning the statement cache
+// (stmtCache) when clients vary their limit. Elsewhere it is an IN list.
 func byIDs(q *query, tables, expr string, ids []int64) string {
-	if _, ok := q.d.(sqliteDialect); !ok {
-		return tables + " WHERE " + in(q, expr, ids)
+	if _, ok := q.d.(sqliteDialect); ok {
+		return "json_each(" + q.arg(jsonIDs(ids)) + ") ids CROSS JOIN " + tables + " WHERE " + expr + " = ids.value"
 	}
-	return "json_each(" + q.arg(jsonIDs(ids)) + ") ids CROSS JOIN " + tables + " WHERE " + expr + " = ids.value"
+	if q.jsonTable {
+		return jsonTableIDs(q, ids) + " CROSS JOIN " + tables + " WHERE " + expr + " = ids.id"
+	}
+	return tables + " WHERE " + in(q, expr, ids)
+}
+
+// jsonTableIDs is ids bound as one JSON array and read as the table ids
+// (column id) by MySQL's JSON_TABLE.
+func jsonTableIDs(q *query, ids []int64) string {
+	return "JSON_TABLE(" + q.arg(jsonIDs(ids)) + ", '$[*]' COLUMNS (id BIGINT PATH '$')) ids"
 }
 
 // textArg returns the placeholder of the text value v in a condition whose

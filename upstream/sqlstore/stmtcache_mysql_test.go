@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
@@ -30,7 +31,8 @@ func seededMySQL(t *testing.T, cfg Config) *Store {
 }
 
 // listShapes are list requests of many statement texts (orders, filters,
-// page sizes: MySQL's child-table statements have one text per page size).
+// page sizes: without JSON_TABLE, MySQL's child-table statements have one
+// text per page size).
 func listShapes() []string {
 	var qs []string
 	for _, order := range []string{"id", "price", "suburb", "bedrooms", "last_updated", "agency_id"} {
@@ -188,5 +190,59 @@ func TestMySQLGeoCandidatesUnprepared(t *testing.T) {
 	}
 	if !countPrepared {
 		t.Errorf("geo_count is not in the statement cache (is the cache used?): %s", count)
+	}
+}
+
+// TestMySQLOneTextForAnyPageSize: on MySQL/MariaDB with JSON_TABLE, a
+// page's child rows (load_children) and a geo page's rows (load_properties)
+// are read with the ids bound as one JSON array, so lists of every page
+// size run the statement texts of one page size: after one list of each
+// shape, lists of other limits add no statement to the cache (an IN list
+// had one text per page size, each prepared on the server). Their answers
+// are the ones the store gives unprepared.
+func TestMySQLOneTextForAnyPageSize(t *testing.T) {
+	st := seededMySQL(t, Config{PreparedStatements: 64})
+	if !st.currentHints().jsonTable {
+		t.Skip("this MySQL/MariaDB has no JSON_TABLE: IN lists are used, one text per page size")
+	}
+	ctx := context.Background()
+	s := upstream.Scope{Tenant: "harbour", Country: "au"}
+	shapes := []string{"detail=full&order=price", "order=suburb", "geo[lat]=-33.89&geo[long]=151.27&geo[rad]=50&detail=full"}
+	texts := func() int {
+		st.stmts.mu.Lock()
+		defer st.stmts.mu.Unlock()
+		return len(st.stmts.byTxt)
+	}
+	for _, shape := range shapes {
+		if _, err := st.ListProperties(ctx, s, parseProps(t, shape+"&limit=20")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := texts()
+	var queries []string
+	for limit := 1; limit <= 12; limit++ {
+		for _, shape := range shapes {
+			queries = append(queries, fmt.Sprintf("%s&limit=%d", shape, limit))
+		}
+	}
+	want := unpreparedAnswers(t, st, s, queries)
+	for i, q := range queries {
+		got, err := st.ListProperties(ctx, s, parseProps(t, q))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want[i], got); diff != "" {
+			t.Errorf("%s: differs from the unprepared answer (-want +got):\n%s", q, diff)
+		}
+	}
+	if after := texts(); after != before {
+		st.stmts.mu.Lock()
+		var all []string
+		for text := range st.stmts.byTxt {
+			all = append(all, text)
+		}
+		st.stmts.mu.Unlock()
+		slices.Sort(all)
+		t.Errorf("lists of limits 1-12 added %d statement texts to the %d of limit 20, want none:\n%s", after-before, before, strings.Join(all, "\n"))
 	}
 }
