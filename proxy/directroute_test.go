@@ -33,29 +33,37 @@ func TestDirectRoutesAgreeWithServeMux(t *testing.T) {
 		Pattern string
 	}
 	// byRoute counts the requests the direct server's route answered: a
-	// GET pattern with no path values, which only the ServeMux sets.
+	// GET pattern with no path values, which only the ServeMux sets. Each
+	// server's handler hands the pattern it saw to send over a channel once
+	// it has returned (the client may have the whole response before that).
+	// Every target here is a request line net/http passes to the handler.
 	byRoute := 0
-	serve := func(s http.Handler, direct bool) (addr string, pattern *string) {
-		var p string
+	type seen struct {
+		pattern string
+		byRoute bool
+	}
+	serve := func(s http.Handler, direct bool) (addr string, handled chan seen) {
+		handled = make(chan seen, 1)
 		ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.ServeHTTP(w, r)
-			p = r.Pattern
-			if direct && strings.HasPrefix(p, "GET ") && r.PathValue("country") == "" {
-				byRoute++
-			}
+			handled <- seen{r.Pattern, direct && strings.HasPrefix(r.Pattern, "GET ") && r.PathValue("country") == ""}
 		}))
 		ts.Config.DisableGeneralOptionsHandler = true
 		ts.Start()
 		t.Cleanup(ts.Close)
-		return ts.Listener.Addr().String(), &p
+		return ts.Listener.Addr().String(), handled
 	}
-	send := func(addr string, pattern *string, method, target, user string) answer {
+	send := func(addr string, handled chan seen, method, target, user string) answer {
 		t.Helper()
 		resp, body := exchangeRaw(t, addr, method, target, user)
 		for _, k := range []string{"Date", "X-Request-Id", "Age"} {
 			resp.Header.Del(k)
 		}
-		return answer{resp.StatusCode, resp.Header, body, *pattern}
+		h := <-handled
+		if h.byRoute {
+			byRoute++
+		}
+		return answer{resp.StatusCode, resp.Header, body, h.pattern}
 	}
 	dAddr, dPat := serve(direct, true)
 	mAddr, mPat := serve(viaMux, false)
