@@ -84,6 +84,9 @@ func ReadDocument(d Tokens) (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	if rr != nil && rawSource(d) == nil {
+		rr = nil // the declaration named a charset the source converts
+	}
 	root, err := readElement(d, start, rr, from)
 	if err != nil {
 		return nil, err

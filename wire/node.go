@@ -189,6 +189,9 @@ func decodeAnswer(d Tokens, want, record string, single bool, maxRecords int, ke
 	if err != nil {
 		return err
 	}
+	if rr != nil && rawSource(d) == nil {
+		rr = nil // the declaration named a charset the source converts: nothing is kept as written
+	}
 	if rr != nil && start.Name.Local != want {
 		rr.src.Recorder().Unmark() // an error document is not kept
 		rr = nil

@@ -3,10 +3,13 @@ package wire
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
+	"io"
 	"math"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -159,3 +162,65 @@ func TestRecorderOffsets(t *testing.T) {
 type oneByteReader struct{ r *strings.Reader }
 
 func (o *oneByteReader) Read(p []byte) (int, error) { return o.r.Read(p[:min(1, len(p))]) }
+
+// convertingDecoder is a RawTokens source like upstream/crm's: its
+// Recorder turns nil once the declaration names a charset it converts.
+type convertingDecoder struct{ *RawDecoder }
+
+func newConvertingDecoder(doc string) *convertingDecoder {
+	d := &convertingDecoder{NewRawDecoder(strings.NewReader(doc))}
+	d.CharsetReader = func(charset string, input io.Reader) (io.Reader, error) {
+		d.rec.Disable()
+		b, err := io.ReadAll(input)
+		var u []byte
+		for _, c := range b { // ISO-8859-1: each byte is its code point
+			u = utf8.AppendRune(u, rune(c))
+		}
+		return bytes.NewReader(u), err
+	}
+	return d
+}
+
+func (d *convertingDecoder) Recorder() *Recorder {
+	if d.rec.Disabled() {
+		return nil
+	}
+	return d.rec
+}
+
+// TestRecorderGoneAfterDeclaration: a source whose Recorder is gone once
+// the declaration is read (a declared charset converted under it) is read
+// as a tree, every reader and shape alike, and written by the writers'
+// rules: a list, a single record, an error document, a whole document.
+func TestRecorderGoneAfterDeclaration(t *testing.T) {
+	const decl = `<?xml version="1.0" encoding="ISO-8859-1"?>` + "\n"
+	const rec = "<property id=\"1\" last_updated=\"Tue Nov 3 09:05:00 +1000 2026\"><suburb>Caf\xe9</suburb></property>"
+	full := Options{Detail: normalize.Full, Prices: true, Unknown: true}
+
+	ps, err := ReadPropertyList(newConvertingDecoder(decl+"<properties count=\"1\">"+rec+"</properties>"), time.UTC, true, 10, ReadOptions{Keep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<properties count=\"1\">\n  <property id=\"1\" last_updated=\"Tue Nov 3 09:05:00 +1000 2026\"><suburb>Café</suburb></property>\n</properties>\n"
+	if got := string(AppendPropertyList(nil, XML, ps, full)); got != want {
+		t.Errorf("list (-want +got):\n%s", cmp.Diff(want, got))
+	}
+	p, err := ReadProperty(newConvertingDecoder(decl+rec), time.UTC, ReadOptions{Keep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<property id=\"1\" last_updated=\"Tue Nov 3 09:05:00 +1000 2026\"><suburb>Café</suburb></property>\n"
+	if got := string(AppendProperty(nil, XML, &p, full)); got != want {
+		t.Errorf("single (-want +got):\n%s", cmp.Diff(want, got))
+	}
+	if _, err := ReadProperty(newConvertingDecoder(decl+"<error>Caf\xe9 not found</error>"), time.UTC, ReadOptions{Keep: true}); !errors.Is(err, upstream.ErrNotFound) {
+		t.Errorf("error document: %v, want not found", err)
+	}
+	doc, err := ReadDocument(newConvertingDecoder(decl + rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(AppendDocumentXML(nil, doc)); !strings.Contains(got, "<suburb>Café</suburb>") {
+		t.Errorf("document: %s", got)
+	}
+}

@@ -32,7 +32,9 @@ type RawTokens interface {
 	InputOffset() int64
 	// Recorder is the decoder's byte source, or nil when the bytes the
 	// decoder reads are not the Recorder's (a declared charset was
-	// converted); nothing is then kept as written.
+	// converted); nothing is then kept as written. It may turn nil once
+	// the XML declaration is read (the readers ask again after it), never
+	// later.
 	Recorder() *Recorder
 }
 

@@ -1,0 +1,96 @@
+package crm
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"listingproxy/normalize"
+	"listingproxy/wire"
+)
+
+// latin1Record is a property whose texts hold bytes of a single-byte
+// charset: é (0xE9), © (0xA9), and 0x80 (€ in Windows-1252, a C1 control
+// in ISO-8859-1), with an entity, a character reference and a CDATA section.
+const latin1Record = "<property id=\"21\" last_updated=\"Tue Nov 03 10:00:00 +1300 2026\">\n" +
+	"  <agency_id>SU-NZ-21</agency_id>\n" +
+	"  <address display=\"true\">7 Caf\xe9 Street</address>\n" +
+	"  <status>CURRENT</status>\n" +
+	"  <price>\x80650,000 \xa9 Caf\xe9 &amp; Co</price>\n" +
+	"  <suburb>Mangere &#233;</suburb>\n" +
+	"  <description><![CDATA[Near the caf\xe9 <b>bold</b>]]></description>\n" +
+	"  <photos count=\"0\"/>\n" +
+	"  <agents count=\"0\"/>\n" +
+	"  <openhomes count=\"0\"/>\n" +
+	"</property>"
+
+// TestDeclaredCharsets: a document that declares a single-byte charset
+// (ISO-8859-1, Windows-1252, with and without a byte order mark) is served
+// through pass-through, as a list, a single property and a hydrated list,
+// decoded to UTF-8: every letter as the charset means it, in the XML and
+// the JSON, and nothing panics.
+func TestDeclaredCharsets(t *testing.T) {
+	for _, cs := range []struct{ name, euro string }{
+		{"ISO-8859-1", "\u0080"},
+		{"windows-1252", "€"},
+		{"latin1", "\u0080"},
+		{"cp1252", "€"},
+	} {
+		for _, bom := range []string{"", "\xef\xbb\xbf"} {
+			decl := bom + `<?xml version="1.0" encoding="` + cs.name + `"?>` + "\n"
+			f := newFakeCRM(t, func(w http.ResponseWriter, r *http.Request, user string) {
+				w.Header().Set("Content-Type", "application/xml")
+				switch r.URL.Path {
+				case "/nz/properties/21.xml":
+					w.Write([]byte(decl + latin1Record + "\n"))
+				case "/nz/properties.xml":
+					w.Write([]byte(decl + "<properties count=\"1\">\n  " + latin1Record + "\n</properties>\n"))
+				default:
+					http.NotFound(w, r)
+				}
+			})
+			for _, mode := range []HydrateMode{HydrateNever, HydrateAlways} {
+				name := cs.name + "/" + mode.String()
+				if bom != "" {
+					name += "/BOM"
+				}
+				t.Run(name, func(t *testing.T) {
+					c := newTestClient(t, f, Options{PassThrough: true, Hydrate: mode})
+					o := wire.Options{Detail: normalize.Full, Prices: true, Unknown: true, Location: auckland}
+					p, err := c.GetProperty(t.Context(), harbourNZ, 21)
+					if err != nil {
+						t.Fatalf("GetProperty: %v", err)
+					}
+					ps, err := c.listProperties(t.Context(), harbourNZ, url.Values{"detail": {"full"}}, normalize.Full, "k")
+					if err != nil {
+						t.Fatalf("list: %v", err)
+					}
+					wants := []string{"7 Café Street", cs.euro + "650,000 © Café", "Near the café"}
+					for _, doc := range []struct {
+						name string
+						b    []byte
+					}{
+						{"single XML", wire.AppendProperty(nil, wire.XML, &p, o)},
+						{"single JSON", wire.AppendProperty(nil, wire.JSON, &p, o)},
+						{"list XML", wire.AppendPropertyList(nil, wire.XML, ps, o)},
+						{"list JSON", wire.AppendPropertyList(nil, wire.JSON, ps, o)},
+					} {
+						s := string(doc.b)
+						for _, w := range wants {
+							if !strings.Contains(s, w) && !strings.Contains(s, strings.ReplaceAll(w, "&", `\u0026`)) {
+								t.Errorf("%s lacks %q:\n%s", doc.name, w, s)
+							}
+						}
+						if strings.Contains(strings.ToLower(s), strings.ToLower(cs.name)) {
+							t.Errorf("%s still declares %s:\n%s", doc.name, cs.name, s)
+						}
+						if strings.Contains(s, "\xef\xbb\xbf") {
+							t.Errorf("%s carries a byte order mark", doc.name)
+						}
+					}
+				})
+			}
+		}
+	}
+}
