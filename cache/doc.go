@@ -52,7 +52,8 @@
 // Items are keyed in ristretto by a seeded 64-bit hash of the Key and carry
 // the whole Key, which every lookup compares, so a hash collision costs a
 // miss, never a wrong body. Items are also given a ristretto TTL equal to
-// their useful life (TTL plus the longer stale window, or NegativeTTL) so
+// their useful life (TTL plus the longer stale window, or NegativeTTL plus
+// StaleIfError) so
 // that dead entries free their bytes; freshness itself is always judged with
 // Options.Now.
 //
@@ -68,7 +69,8 @@
 // generation; an item older than that but not older than the key's hard
 // generation was soft-purged: Get does not answer with it, it waits for a
 // fill as on a miss and serves it as [StaleIfError] only if that fill fails
-// (within TTL + StaleIfError of its StoredAt, never for Negative entries).
+// (within TTL + StaleIfError of its StoredAt; NegativeTTL + StaleIfError
+// for a Negative entry).
 // An item older than the hard generation is never served. So a soft purge
 // (a change notification: the body is probably outdated) keeps warm keys
 // answering while the backend is down, and a hard purge (the body must not
@@ -136,5 +138,9 @@
 //   - otherwise the error: the proxy answers 503 with Retry-After.
 //
 // Negative entries (Entry.Negative, "not found") are served as [Negative]
-// while age < NegativeTTL and are dropped after it: they have no stale phase.
+// while age < NegativeTTL. They have no stale-while-revalidate phase: after
+// NegativeTTL the caller waits for a fill. But a not-found is an answer like
+// any other, so when that fill fails and age < NegativeTTL + StaleIfError
+// the stored not-found is served as [StaleIfError] (a backend outage does not
+// turn every cached "not found" into a 503).
 package cache

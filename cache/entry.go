@@ -163,12 +163,30 @@ type Policy struct {
 	FillTimeout time.Duration
 }
 
-// lifetime is how long an entry stored under p stays useful at all.
+// lifetime is how long an entry stored under p stays useful at all: its
+// freshness plus the longer stale window. A negative entry has no
+// stale-while-revalidate phase but is kept for stale-if-error like any
+// answer; with NegativeTTL zero negatives are not stored at all.
 func (p Policy) lifetime(e *Entry) time.Duration {
 	if e.Negative {
-		return p.NegativeTTL
+		if p.NegativeTTL <= 0 {
+			return 0
+		}
+		return p.NegativeTTL + max(p.StaleIfError, 0)
 	}
 	return p.TTL + max(p.StaleWhileRevalidate, p.StaleIfError, 0)
+}
+
+// servableOnError reports whether e, at age, may be served when a fill
+// fails or the backend refuses: within its freshness (TTL, or NegativeTTL
+// for a not-found answer) plus StaleIfError. A not-found answer is an
+// answer like any other: during an outage the cached "not found" is served
+// stale rather than turned into a 503.
+func (p Policy) servableOnError(e *Entry, age time.Duration) bool {
+	if e.Negative {
+		return p.NegativeTTL > 0 && age < p.NegativeTTL+p.StaleIfError
+	}
+	return age < p.TTL+p.StaleIfError
 }
 
 // fresh reports whether e may be served without any fill.

@@ -244,7 +244,7 @@ func (s *Store) fromTier(ctx context.Context, h uint64, k Key, p Policy, fromGet
 	case current && fromGet && !e.Negative && age < p.TTL+p.StaleWhileRevalidate:
 		res.entry, res.cached, res.stale = e, true, true
 	default:
-		if !e.Negative && age < p.TTL+p.StaleIfError {
+		if p.servableOnError(e, age) {
 			res.fallback = e
 		}
 		return false

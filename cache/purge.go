@@ -13,8 +13,8 @@ const (
 	// Soft makes the entries stale at once: the next Get waits for a fill
 	// as on a miss (it is not answered stale-while-revalidate), and gets
 	// the old body, as StaleIfError, only if that fill fails while the
-	// entry is within TTL + StaleIfError of its StoredAt. Negative entries
-	// have no stale phase: a soft purge drops them.
+	// entry is within TTL + StaleIfError of its StoredAt (NegativeTTL +
+	// StaleIfError for a not-found answer).
 	Soft PurgeMode = iota
 	// Hard drops the entries: no later Get is answered with them, even
 	// when its fill fails.

@@ -102,19 +102,33 @@ func TestPurgeModes(t *testing.T) {
 	}
 }
 
-// TestSoftPurgeDropsNegative: a not-found answer has no stale phase, so a
-// soft purge leaves nothing to serve when the refill fails.
-func TestSoftPurgeDropsNegative(t *testing.T) {
-	clock := newClock()
-	s := newStore(t, Options{Now: clock.Now})
-	neg := func(context.Context) (*Entry, error) { return NewEntry(nil, "text/plain", true, clock.Now()), nil }
-	if _, o, err := s.Get(context.Background(), key, pol, neg); err != nil || o != Miss {
-		t.Fatalf("warm-up = %v, %v", o, err)
-	}
-	s.Purge(key.Tenant, "", Soft)
-	failing := func(context.Context) (*Entry, error) { return nil, errBackend }
-	if e, o, err := s.Get(context.Background(), key, pol, failing); !errors.Is(err, errBackend) {
-		t.Errorf("Get = %v, %v, %v; want errBackend", e, o, err)
+// TestSoftPurgeKeepsNegativeForErrors: a not-found answer is an answer
+// like any other: a soft purge makes it stale, and when the refill fails it
+// is served as StaleIfError; a hard purge leaves nothing to serve.
+func TestSoftPurgeKeepsNegativeForErrors(t *testing.T) {
+	for _, mode := range []PurgeMode{Soft, Hard} {
+		t.Run(mode.String(), func(t *testing.T) {
+			clock := newClock()
+			s := newStore(t, Options{Now: clock.Now})
+			neg := func(context.Context) (*Entry, error) {
+				return NewEntry([]byte("not found"), "text/plain", true, clock.Now()), nil
+			}
+			if _, o, err := s.Get(context.Background(), key, pol, neg); err != nil || o != Miss {
+				t.Fatalf("warm-up = %v, %v", o, err)
+			}
+			s.Purge(key.Tenant, "", mode)
+			failing := func(context.Context) (*Entry, error) { return nil, errBackend }
+			e, o, err := s.Get(context.Background(), key, pol, failing)
+			if mode == Hard {
+				if !errors.Is(err, errBackend) {
+					t.Errorf("after a hard purge Get = %q, %v, %v; want errBackend", body(e), o, err)
+				}
+				return
+			}
+			if err != nil || o != StaleIfError || !e.Negative || body(e) != "not found" {
+				t.Errorf("after a soft purge Get = %q, %v, %v; want the stored not-found as StaleIfError", body(e), o, err)
+			}
+		})
 	}
 }
 

@@ -257,7 +257,7 @@ func (s *Store) Get(ctx context.Context, k Key, p Policy, load Loader) (*Entry, 
 	var stale *item
 	if it, current := s.lookup(h, k, g); it != nil && !current {
 		// Soft-purged: a fill first, the old body only if it fails.
-		if e := it.entry; !e.Negative && now.Sub(e.StoredAt) < p.TTL+p.StaleIfError {
+		if e := it.entry; p.servableOnError(e, now.Sub(e.StoredAt)) {
 			stale = it
 		}
 	} else if it != nil {
@@ -268,6 +268,9 @@ func (s *Store) Get(ctx context.Context, k Key, p Policy, load Loader) (*Entry, 
 			if age < p.NegativeTTL {
 				s.st.outcomes[Negative].Add(1)
 				return e, Negative, nil
+			}
+			if p.servableOnError(e, age) {
+				stale = it
 			}
 		case age < p.TTL:
 			s.st.outcomes[Hit].Add(1)

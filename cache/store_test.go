@@ -331,7 +331,7 @@ func TestNegativeEntries(t *testing.T) {
 	}{
 		{0, Miss, "not found 1", 1},
 		{pol.NegativeTTL - time.Second, Negative, "not found 1", 1},
-		{time.Second, Miss, "not found 2", 2}, // no stale phase for negatives
+		{time.Second, Miss, "not found 2", 2}, // no stale-while-revalidate phase for negatives
 		{time.Second, Negative, "not found 2", 2},
 	}
 	for i, st := range steps {
@@ -341,6 +341,22 @@ func TestNegativeEntries(t *testing.T) {
 			t.Fatalf("step %d: Get = %q, %v, %v, %d calls; want %q, %v, %d calls",
 				i, body(e), o, err, l.Calls(), st.wantBody, st.wantO, st.wantCalls)
 		}
+	}
+
+	// Past NegativeTTL a failing backend gets the stored not-found as
+	// StaleIfError until NegativeTTL + StaleIfError, then the error.
+	clock.Advance(pol.NegativeTTL)
+	failing := func(context.Context) (*Entry, error) { return nil, errBackend }
+	if e, o, err := s.Get(context.Background(), key, pol, failing); err != nil || o != StaleIfError || body(e) != "not found 2" || !e.Negative {
+		t.Fatalf("negative past NegativeTTL, backend failing: Get = %q, %v, %v; want the stored not-found as StaleIfError", body(e), o, err)
+	}
+	clock.Advance(pol.StaleIfError - 2*time.Second) // age NegativeTTL + StaleIfError - 1s
+	if e, o, err := s.Get(context.Background(), key, pol, failing); err != nil || o != StaleIfError || body(e) != "not found 2" {
+		t.Fatalf("negative within NegativeTTL + StaleIfError: Get = %q, %v, %v; want StaleIfError", body(e), o, err)
+	}
+	clock.Advance(2 * time.Second)
+	if e, o, err := s.Get(context.Background(), key, pol, failing); !errors.Is(err, errBackend) {
+		t.Fatalf("negative past NegativeTTL + StaleIfError: Get = %q, %v, %v; want the backend error", body(e), o, err)
 	}
 
 	// NegativeTTL zero: negatives are not stored.

@@ -129,6 +129,10 @@ func TestBackendDownServesStaleThen503(t *testing.T) {
 	if warm.Code != 200 {
 		t.Fatalf("warm-up status %d", warm.Code)
 	}
+	notFound := get(s, "GET", "harbour", "/au/properties/999.json")
+	if notFound.Code != 200 || !strings.Contains(notFound.Body.String(), "not found") {
+		t.Fatalf("warm-up of a not-found: status %d, body %q", notFound.Code, notFound.Body.String())
+	}
 	fb.Fail(errors.New("database is down"))
 
 	clk.Advance(policy.TTL + policy.StaleWhileRevalidate + time.Second) // past SWR, within stale-if-error
@@ -139,14 +143,22 @@ func TestBackendDownServesStaleThen503(t *testing.T) {
 	if cs := got.Header().Get("Cache-Status"); !strings.Contains(cs, "stale-if-error") {
 		t.Errorf("Cache-Status = %q, want stale-if-error", cs)
 	}
+	// A cached not-found is an answer like any other: served stale too, not
+	// turned into a 503 once negative_ttl has passed.
+	nf := get(s, "GET", "harbour", "/au/properties/999.json")
+	if nf.Code != 200 || nf.Body.String() != notFound.Body.String() || !strings.Contains(nf.Header().Get("Cache-Status"), "stale-if-error") {
+		t.Errorf("cached not-found while down: status %d, Cache-Status %q, body %q; want the stored not-found, stale-if-error",
+			nf.Code, nf.Header().Get("Cache-Status"), nf.Body.String())
+	}
 	cold := get(s, "GET", "harbour", "/au/agents.xml")
 	if cold.Code != http.StatusServiceUnavailable || cold.Header().Get("Retry-After") == "" {
 		t.Errorf("cold key while down: status %d Retry-After %q; want 503 with Retry-After", cold.Code, cold.Header().Get("Retry-After"))
 	}
 	clk.Advance(policy.StaleIfError)
-	expired := get(s, "GET", "harbour", "/au/properties.xml")
-	if expired.Code != http.StatusServiceUnavailable {
-		t.Errorf("past stale-if-error: status %d, want 503", expired.Code)
+	for _, target := range []string{"/au/properties.xml", "/au/properties/999.json"} {
+		if expired := get(s, "GET", "harbour", target); expired.Code != http.StatusServiceUnavailable {
+			t.Errorf("%s past stale-if-error: status %d, want 503", target, expired.Code)
+		}
 	}
 }
 

@@ -355,13 +355,13 @@ func policies(c config.Cache) func(string) cache.Policy {
 }
 
 // longestLifetime is the longest time any entry stays of use under pol
-// (ttl plus the longer stale window, or negative_ttl): how long the cache
+// (ttl plus the longer stale window, or negative_ttl plus stale_if_error): how long the cache
 // keeps the record of a purge by entity or URL.
 func longestLifetime(pol func(string) cache.Policy) time.Duration {
 	var d time.Duration
 	for _, r := range config.Resources {
 		p := pol(r)
-		d = max(d, p.TTL+max(p.StaleWhileRevalidate, p.StaleIfError), p.NegativeTTL)
+		d = max(d, p.TTL+max(p.StaleWhileRevalidate, p.StaleIfError), p.NegativeTTL+p.StaleIfError)
 	}
 	return d
 }
