@@ -48,7 +48,7 @@ var importRules = map[string]importRule{
 	"telemetry": {own: []string{"cache", "clientip", "upstream", "upstream/breaker"},
 		ext: []string{"github.com/prometheus/client_golang/", "go.opentelemetry.io/"}, notStd: []string{"database/sql"}},
 	"statuspage":             {own: []string{"cache", "telemetry", "upstream/breaker"}},
-	"admin":                  {own: []string{"cache", "telemetry", "upstream/breaker"}, ext: []string{"golang.org/x/crypto/bcrypt"}},
+	"admin":                  {own: []string{"cache", "telemetry", "upstream/breaker"}, ext: []string{"golang.org/x/crypto/bcrypt", "golang.org/x/time/rate", "github.com/hashicorp/golang-lru/v2"}},
 	"config":                 {own: []string{"cache", "clientip", "upstream", "upstream/breaker"}, ext: []string{"gopkg.in/yaml.v3", "golang.org/x/crypto/bcrypt"}},
 	"docdiff":                {ext: []string{"github.com/beevik/etree"}},
 	"internal/onewrite":      {},

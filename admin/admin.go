@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/url"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -125,7 +126,36 @@ func New(o Options) http.Handler {
 		mux.Handle("GET /status", auth(o.StatusPage))
 		mux.Handle("GET /status.json", auth(o.StatusPage))
 	}
-	return mux
+	return refuseUncleanPaths(mux)
+}
+
+// refuseUncleanPaths answers 400 to a request whose path has an empty, "."
+// or ".." segment (//debug/pprof/cmdline, /./, /../) and to CONNECT, which
+// the ServeMux would answer itself with a redirect to the cleaned path
+// before any credential is checked: a redirect leaks which paths exist
+// and invites a client to follow it somewhere it did not ask for.
+func refuseUncleanPaths(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodConnect || !cleanPath(r.URL.Path) {
+			http.Error(w, "bad request: the path must not contain empty, \".\" or \"..\" segments", http.StatusBadRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// cleanPath reports whether p is already in the form ServeMux routes
+// without redirecting: rooted, and equal to path.Clean of itself (with a
+// trailing slash kept).
+func cleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	if p[len(p)-1] == '/' && c != "/" {
+		c += "/"
+	}
+	return c == p
 }
 
 // purgeHandler purges cached bodies of a tenant: POST /cache/purge?tenant=T

@@ -1,10 +1,12 @@
 package admin_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -263,5 +265,57 @@ func TestPurgeByURLAndEntity(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantEvents, events); diff != "" {
 		t.Errorf("purge events (-want +got):\n%s", diff)
+	}
+}
+
+// TestUncleanPathsAreRefused sends raw request lines (a client library
+// would clean them) that ServeMux would redirect to their cleaned form:
+// the admin listener answers 400 instead, with or without credentials, and
+// never a redirect.
+func TestUncleanPathsAreRefused(t *testing.T) {
+	t.Parallel()
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(admin.New(admin.Options{Username: operator, PasswordBcrypt: string(hash)}))
+	t.Cleanup(srv.Close)
+	raw := func(method, target string, auth bool) *http.Response {
+		t.Helper()
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		req := method + " " + target + " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n"
+		if auth {
+			req += "Authorization: " + testkit.BasicAuth(operator, password) + "\r\n"
+		}
+		if _, err := io.WriteString(c, req+"\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, target, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	for _, target := range []string{"//debug/pprof/cmdline", "/./", "/../", "/debug/pprof/../pprof/", "/backends/.", "//backends", "/status/../backends"} {
+		for _, auth := range []bool{false, true} {
+			resp := raw("GET", target, auth)
+			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Location") != "" {
+				t.Errorf("GET %s (credentials %v) = %d, Location %q; want 400 and no redirect", target, auth, resp.StatusCode, resp.Header.Get("Location"))
+			}
+		}
+	}
+	for _, c := range []struct {
+		target string
+		want   int
+	}{{"/healthz", 200}, {"/debug/pprof/", 401}, {"/backends", 401}, {"/nothing/", 404}} {
+		if resp := raw("GET", c.target, false); resp.StatusCode != c.want {
+			t.Errorf("GET %s = %d, want %d", c.target, resp.StatusCode, c.want)
+		}
 	}
 }

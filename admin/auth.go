@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
 )
@@ -21,7 +22,13 @@ import (
 //     drawn at start (never the password), and a request presenting it
 //     again costs one SHA-256, no bcrypt;
 //   - at most one bcrypt runs at a time; a request that finds it busy gets
-//     429 with Retry-After at once, no bcrypt, no queue.
+//     429 with Retry-After at once, no bcrypt, no queue;
+//   - every failed check takes a token from its client address's bucket
+//     (failureThrottle: 30 a minute, burst 10, as on the public listener);
+//     an address whose bucket is empty gets 429 with Retry-After, held
+//     DefaultRefusalDelay, and no bcrypt. Without it one client looping on
+//     wrong passwords kept the single bcrypt slot busy: a core taken from
+//     the public listener.
 //
 // One operator, one remembered credential: the memo is a single value, so
 // it needs no eviction. It is hand-written because it is twenty lines; the
@@ -31,10 +38,12 @@ type operatorAuth struct {
 	key        [32]byte
 	verified   atomic.Pointer[[sha256.Size]byte]
 	slot       chan struct{} // capacity 1: the one bcrypt allowed to run
+	failures   *failureThrottle
 }
 
 func newOperatorAuth(user, hash string) *operatorAuth {
-	a := &operatorAuth{user: user, hash: hash, slot: make(chan struct{}, 1)}
+	a := &operatorAuth{user: user, hash: hash, slot: make(chan struct{}, 1),
+		failures: newFailureThrottle(time.Now, DefaultRefusalDelay)}
 	rand.Read(a.key[:]) // never fails (crypto/rand)
 	return a
 }
@@ -54,13 +63,18 @@ func (a *operatorAuth) mac(user, pass string) *[sha256.Size]byte {
 func (a *operatorAuth) require(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, pass, ok := r.BasicAuth()
-		if a.user == "" || !ok {
+		addr := clientAddr(r)
+		if a.user == "" || !ok { // costs no bcrypt: not a failure to throttle
 			deny(w)
 			return
 		}
 		sum := a.mac(user, pass)
 		if v := a.verified.Load(); v != nil && subtle.ConstantTimeCompare(v[:], sum[:]) == 1 {
 			next.ServeHTTP(w, r)
+			return
+		}
+		if wait := a.failures.wait(addr); wait > 0 {
+			a.failures.refuse(w, r, wait)
 			return
 		}
 		select {
@@ -75,6 +89,7 @@ func (a *operatorAuth) require(next http.Handler) http.Handler {
 		good := bcrypt.CompareHashAndPassword([]byte(a.hash), []byte(pass)) == nil
 		<-a.slot
 		if !good || subtle.ConstantTimeCompare([]byte(user), []byte(a.user)) != 1 {
+			a.failures.fail(addr)
 			deny(w)
 			return
 		}
