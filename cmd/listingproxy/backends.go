@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -161,10 +162,15 @@ func seedIfEmpty(ctx context.Context, st *sqlstore.Store, b *config.SQLBackend, 
 	}
 	if empty {
 		start := time.Now()
-		if err := st.SeedDemo(ctx, demo.Options{Now: now()}); err != nil {
+		switch err := st.SeedDemo(ctx, demo.Options{Now: now()}); {
+		case errors.Is(err, sqlstore.ErrNotEmpty):
+			// Another process started on the same database seeded it first.
+			log.Info("demo data seeded by another process", "backend", name)
+		case err != nil:
 			return fmt.Errorf("seed demo data: %w", err)
+		default:
+			log.Info("seeded demo data", "backend", name, "took", time.Since(start).Round(time.Millisecond).String())
 		}
-		log.Info("seeded demo data", "backend", name, "took", time.Since(start).Round(time.Millisecond).String())
 	}
 	if b.Notify {
 		if err := st.InstallNotify(ctx); err != nil {

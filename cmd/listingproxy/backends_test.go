@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"listingproxy/config"
+	"listingproxy/upstream"
 )
 
 // TestEveryKindOpens: config's backend kinds and cmd's openers are the same
@@ -26,5 +28,45 @@ func TestEveryKindOpens(t *testing.T) {
 	_, _, err := openBackend(context.Background(), "x", cfg, slog.New(slog.DiscardHandler), time.Now, nil)
 	if err == nil || !strings.Contains(err.Error(), `backend x: kind "oracle" cannot be opened`) {
 		t.Errorf("unknown kind: err = %v, want it named", err)
+	}
+}
+
+// TestDemoInstancesStartTogether opens the demo backend (seed_demo) of two
+// instances at once on one fresh SQLite file, as two processes started
+// together do: both open and serve the one seeded copy; neither fails on
+// the other's rows (it used to exit with "UNIQUE constraint failed:
+// tenants.id").
+func TestDemoInstancesStartTogether(t *testing.T) {
+	t.Parallel()
+	dsn := filepath.Join(t.TempDir(), "demo.db")
+	cfg := &config.Config{Backends: map[string]config.Backend{
+		"demo": {Kind: config.KindSQLite, SQL: &config.SQLBackend{DSN: dsn, SeedDemo: true}},
+	}}
+	const n = 2
+	type opened struct {
+		b     upstream.Backend
+		close func()
+		err   error
+	}
+	results := make(chan opened, n)
+	start := make(chan struct{})
+	for range n {
+		go func() {
+			<-start
+			b, closeFn, err := openBackend(context.Background(), "demo", cfg, slog.New(slog.DiscardHandler), time.Now, nil)
+			results <- opened{b, closeFn, err}
+		}()
+	}
+	close(start)
+	for range n {
+		r := <-results
+		if r.err != nil {
+			t.Errorf("an instance failed to open the demo: %v", r.err)
+			continue
+		}
+		t.Cleanup(r.close)
+		if _, err := r.b.GetProperty(context.Background(), upstream.Scope{Tenant: "harbour", Country: "au"}, 1); err != nil {
+			t.Errorf("property 1 of the seeded demo: %v", err)
+		}
 	}
 }

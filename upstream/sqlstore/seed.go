@@ -58,6 +58,25 @@ func (s *Store) Seed(ctx context.Context, o demo.Options, so SeedOptions) (err e
 	if !empty {
 		return ErrNotEmpty
 	}
+	return s.seedEmpty(ctx, o, so)
+}
+
+// seedEmpty is Seed once the store was found empty. Another process may
+// have found it empty too (two instances of the demo started at once on
+// one fresh file) and committed its seed first: ours then fails on its
+// rows (a unique constraint, after waiting for its lock). A seed is one
+// transaction, so a store that holds data after ours failed holds a whole
+// seed: that is reported as ErrNotEmpty, not as the failure.
+func (s *Store) seedEmpty(ctx context.Context, o demo.Options, so SeedOptions) (err error) {
+	defer func() {
+		if err == nil {
+			return
+		}
+		if empty, eerr := s.Empty(context.WithoutCancel(ctx)); eerr == nil && !empty {
+			s.log.Info("sqlstore: seed demo: another process seeded the store first", "error", err)
+			err = ErrNotEmpty
+		}
+	}()
 	ctx, span := s.tracer.Start(ctx, "sql.seed", trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(s.system, attribute.String("db.operation.name", "INSERT")))
 	defer func() {

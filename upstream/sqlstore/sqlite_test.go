@@ -518,3 +518,66 @@ func TestSQLiteConcurrentReaders(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentSeedsOfOneFile starts several stores on one fresh SQLite
+// file at once, as two instances of the demo started together do: each
+// migrates and seeds after finding the store empty. Exactly one seed
+// writes the data; the others report ErrNotEmpty (another process seeded
+// it), never a constraint error, and the file holds one copy of the demo.
+func TestConcurrentSeedsOfOneFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "shared.db")
+	const n = 3
+	stores := make([]*Store, n)
+	for i := range stores {
+		st, err := Open(ctx, Config{DSN: path, Now: func() time.Time { return testNow }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		stores[i] = st
+	}
+	// Every store finds the file empty before any seeds: the race the
+	// check alone cannot close.
+	for _, st := range stores {
+		if err := st.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if empty, err := st.Empty(ctx); err != nil || !empty {
+			t.Fatalf("Empty = %v, %v before seeding", empty, err)
+		}
+	}
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for _, st := range stores {
+		go func() {
+			<-start
+			errs <- st.seedEmpty(ctx, demo.Options{Now: testNow}, SeedOptions{})
+		}()
+	}
+	close(start)
+	seeded := 0
+	for range n {
+		switch err := <-errs; {
+		case err == nil:
+			seeded++
+		case errors.Is(err, ErrNotEmpty):
+		default:
+			t.Errorf("a concurrent seed failed: %v", err)
+		}
+	}
+	if seeded != 1 {
+		t.Errorf("%d seeds wrote data, want exactly 1", seeded)
+	}
+	ds, err := demo.Collect(demo.Options{Now: testNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got int
+	if err := stores[0].db.QueryRowContext(ctx, "SELECT count(*) FROM properties").Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != len(ds.Properties) {
+		t.Errorf("%d properties in the file, want %d (one copy of the demo)", got, len(ds.Properties))
+	}
+}
