@@ -39,7 +39,7 @@ func InstrumentBackend(b upstream.Backend, o BackendOptions) upstream.Backend {
 	if o.Metrics != nil {
 		for _, op := range upstream.Ops {
 			ib.obs[op] = o.Metrics.BackendDuration.WithLabelValues(o.Name, op.String())
-			for _, reason := range []string{"timeout", "canceled", "error"} {
+			for _, reason := range []string{"timeout", "canceled", "error", "internal"} {
 				o.Metrics.BackendErrors.WithLabelValues(o.Name, op.String(), reason) // exported at 0 from the start
 			}
 		}
@@ -97,6 +97,8 @@ func failure(err error) string {
 		return "timeout"
 	case errors.Is(err, context.Canceled):
 		return "canceled"
+	case errors.Is(err, upstream.ErrInternal):
+		return "internal"
 	}
 	return "error"
 }

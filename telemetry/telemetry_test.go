@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -192,6 +193,7 @@ func TestInstrumentBackend(t *testing.T) {
 		{"timeout", "timeout", context.DeadlineExceeded},
 		{"canceled", "canceled", context.Canceled},
 		{"failure", "error", errors.New("connection refused")},
+		{"listingproxy's own bug", "internal", fmt.Errorf("%w: reading: panic: x", upstream.ErrInternal)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -58,6 +58,15 @@ func (e *CriteriaError) Error() string {
 	return fmt.Sprintf("backend rejected criteria: %v", e.Errors)
 }
 
+// ErrInternal marks an error that is listingproxy's own bug found during a
+// backend call (an adapter recovered a panic of its decoding, with the
+// stack logged and counted there): neither an answer nor a failure of the
+// backend. Breakers leave such calls uncounted (the backend answered; what
+// failed was reading it) and metrics report them as "internal", apart from
+// the backend's failures. The caller still gets no data: the proxy serves
+// it as any unavailable answer (a stale copy, else 503).
+var ErrInternal = errors.New("internal error of listingproxy")
+
 // IsAnswer reports whether err, returned by a Backend, is an answer from a
 // healthy backend rather than a failure: ErrNotFound or a *CriteriaError,
 // wrapped or not. Answers are served (and cached) as the spec's error
@@ -67,7 +76,8 @@ func (e *CriteriaError) Error() string {
 // context.Canceled is not an answer: a caller that went away learned
 // nothing from the backend, good or bad. It is not a failure either;
 // breakers leave such calls uncounted and metrics report them as
-// "canceled". nil is not an answer (it is a success with data).
+// "canceled". Neither is ErrInternal, which is listingproxy's bug, not the
+// backend's failure. nil is not an answer (it is a success with data).
 func IsAnswer(err error) bool {
 	var ce *CriteriaError
 	return errors.Is(err, ErrNotFound) || errors.As(err, &ce)

@@ -227,6 +227,7 @@ users:
 		`listingproxy_crm_tolerated_total\{backend="legacy",flaw="mislabelled_content_type"\} [1-9]`,
 		`listingproxy_crm_tolerated_total\{backend="legacy",flaw="not_utf8"\} [1-9]`,
 		`(?m)^listingproxy_lists_capped_total 1$`,
+		`(?m)^listingproxy_crm_panics_total\{backend="legacy"\} 0$`, // exported from the start
 	} {
 		if !regexp.MustCompile(want).Match(metrics) {
 			t.Errorf("/metrics lacks %s", want)

@@ -13,7 +13,9 @@ import (
 
 // registerCRMFlaws exports listingproxy_crm_tolerated_total{backend,flaw}:
 // the flaws of CRM answers that were served anyway (docs/crm.md, "Tolerated
-// flaws"), each also logged as a warning.
+// flaws"), each also logged as a warning; and
+// listingproxy_crm_panics_total{backend}: answers whose reading panicked
+// (listingproxy's bug, logged with its stack).
 func registerCRMFlaws(reg prometheus.Registerer, backends map[string]upstream.Backend) error {
 	flaws := []struct {
 		name string
@@ -37,6 +39,14 @@ func registerCRMFlaws(reg prometheus.Registerer, backends map[string]upstream.Ba
 			if err := reg.Register(m); err != nil {
 				return err
 			}
+		}
+		panics := prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "listingproxy_crm_panics_total",
+			Help:        "CRM answers whose reading panicked: a bug of listingproxy (logged with its stack), not counted against the CRM's breakers.",
+			ConstLabels: prometheus.Labels{"backend": name},
+		}, func() float64 { return float64(c.Stats().Panics) })
+		if err := reg.Register(panics); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -557,6 +557,8 @@ func outcome(ctx context.Context, err error) error {
 		return nil
 	case errors.Is(err, context.Canceled), errors.Is(ctx.Err(), context.Canceled):
 		return markExcluded
+	case errors.Is(err, upstream.ErrInternal): // listingproxy's bug: the backend answered
+		return markExcluded
 	}
 	return markFailure
 }

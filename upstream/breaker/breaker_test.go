@@ -318,6 +318,7 @@ func TestOutcomes(t *testing.T) {
 		{"caller already gone", cancelled, func(context.Context) error { return timeout }, false},
 		{"deadline", context.Background(), func(context.Context) error { return timeout }, true},
 		{"other error", context.Background(), func(context.Context) error { return errors.New("syntax error") }, true},
+		{"listingproxy's own bug", context.Background(), func(context.Context) error { return fmt.Errorf("%w: panic", upstream.ErrInternal) }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fb := newFake(func(ctx context.Context, _ string) error { return tc.result(ctx) })

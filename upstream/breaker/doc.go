@@ -25,8 +25,10 @@
 //
 // Outcomes: nil and upstream.IsAnswer errors are successes;
 // context.Canceled, or any error once the caller's context was cancelled,
-// is not counted (a client that went away says nothing about the backend);
-// everything else, deadlines and panics included, is a failure. A call the
+// is not counted (a client that went away says nothing about the backend),
+// nor is upstream.ErrInternal (an adapter's own bug while reading an
+// answer, recovered and logged by the adapter); everything else, deadlines
+// and panics that reach the breaker included, is a failure. A call the
 // breakers refuse returns an *OpenError (errors.Is ErrOpen) whose
 // RetryAfter says when a probe will be let through; callers set
 // Retry-After from it without knowing this package.

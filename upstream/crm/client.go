@@ -165,6 +165,7 @@ type Client struct {
 	stats struct {
 		calls, docHits, docFetches, hydrations, fullLists atomic.Int64
 		badValues, mislabelled, repaired                  atomic.Int64
+		panics                                            atomic.Int64
 	}
 }
 
@@ -317,6 +318,10 @@ type Stats struct {
 	BadValues   int64 // values that could not be read (the record was kept without them, or dropped without an id)
 	Mislabelled int64 // well-formed answers with a content type other than XML (text/html...)
 	Repaired    int64 // answers with bytes that were not UTF-8, read as Windows-1252
+
+	// Panics counts answers whose reading panicked: listingproxy's bug,
+	// each logged with its stack; the call fails with upstream.ErrInternal.
+	Panics int64
 }
 
 // Stats returns the Client's counters.
@@ -331,6 +336,8 @@ func (c *Client) Stats() Stats {
 		BadValues:   c.stats.badValues.Load(),
 		Mislabelled: c.stats.mislabelled.Load(),
 		Repaired:    c.stats.repaired.Load(),
+
+		Panics: c.stats.panics.Load(),
 	}
 }
 

@@ -77,6 +77,8 @@
 //	a list with more records than its limit asked   failure: "answer has too many records"
 //	Options.Timeout elapsed (also mid-body)         failure: "upstream timed out after D"
 //	connection refused, reset, DNS...               failure: "upstream request: ..."
+//	a panic while reading the answer (our bug)      upstream.ErrInternal: logged with its stack, counted
+//	                                                (Stats.Panics), not a failure for the breakers
 //	tenant without credentials                      failure: "no upstream credentials for tenant"
 //	caller's ctx cancelled or past its deadline     the ctx error, wrapped (errors.Is ctx.Err())
 //

@@ -1,20 +1,26 @@
 package crm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"listingproxy/normalize"
 	"listingproxy/upstream"
+	"listingproxy/upstream/breaker"
 )
 
 // serveFile answers every request with one testdata file.
@@ -256,4 +262,79 @@ func TestCancellation(t *testing.T) {
 		}
 	})
 	settleGoroutines(t, before)
+}
+
+// panickyBody is a response body whose Read panics: a panic in the middle
+// of reading an answer, as a bug of the readers would.
+type panickyBody struct{ n *atomic.Int64 }
+
+func (b panickyBody) Read([]byte) (int, error) { b.n.Add(1); panic("reader bug") }
+func (panickyBody) Close() error               { return nil }
+
+// panickyTransport answers a short property list of one record, and
+// every other request with a panickyBody; panics counts the panics.
+type panickyTransport struct{ panics *atomic.Int64 }
+
+func (p panickyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	var body io.ReadCloser = panickyBody{p.panics}
+	if r.URL.Path == "/au/properties.xml" && r.URL.Query().Get("detail") == "short" {
+		body = io.NopCloser(strings.NewReader(`<properties count="1"><property id="17" last_updated="Fri Nov 20 09:30:00 +1100 2026"/></properties>`))
+	}
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/xml"}},
+		Body: body, ContentLength: -1, Request: r}, nil
+}
+
+// TestDecodePanicIsOurBug: a panic while an answer is read is recovered in
+// the adapter, for every operation and for hydration's fetches (on
+// goroutines of their own): the call fails with upstream.ErrInternal, the
+// panic is logged with its stack and counted, and a breaker that opens on
+// one failure stays closed, since the CRM did answer.
+func TestDecodePanicIsOurBug(t *testing.T) {
+	var (
+		logs   bytes.Buffer
+		panics atomic.Int64
+	)
+	c, err := New(Options{BaseURL: "http://crm.invalid", Credentials: map[string]Credential{"harbour": {Username: "u", Password: "p"}},
+		HTTPClient: &http.Client{Transport: panickyTransport{&panics}}, Hydrate: HydrateAlways,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := breaker.NewRegistry(breaker.Options{Settings: breaker.Settings{ConsecutiveFailures: 1}})
+	b := reg.Wrap(c, breaker.Backend{Name: "crm"})
+	full, errs := normalize.ParseProperties(url.Values{"detail": {"full"}}, normalize.Options{})
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"GetProperty", func() error { _, err := b.GetProperty(t.Context(), harbourAU, 17); return err }},
+		{"ListProperties", func() error { _, err := b.ListProperties(t.Context(), harbourAU, full); return err }},
+		{"GetAgent", func() error { _, err := b.GetAgent(t.Context(), harbourAU, 5); return err }},
+		{"ListAgents", func() error { _, err := b.ListAgents(t.Context(), harbourAU, normalize.Criteria{}); return err }},
+	}
+	for _, tc := range calls {
+		before := panics.Load()
+		err := tc.call()
+		if !errors.Is(err, upstream.ErrInternal) || !strings.Contains(err.Error(), "reader bug") {
+			t.Errorf("%s: %v, want upstream.ErrInternal with the panic", tc.name, err)
+		}
+		// ListProperties is hydrated: its one document's fetch panics
+		// on a goroutine of its own (a single flight's).
+		if got, want := c.Stats().Panics, panics.Load(); got != want || want != before+1 {
+			t.Errorf("after %s: Stats.Panics = %d, answers read %d, want %d", tc.name, got, want, before+1)
+		}
+	}
+	for _, s := range reg.States() {
+		if s.State.String() != "closed" {
+			t.Errorf("breaker %s/%s is %s: a panic of ours counted against the CRM", s.Backend, s.Tenant, s.State)
+		}
+	}
+	for _, want := range []string{"level=ERROR", "a bug of listingproxy", "panic=\"reader bug\"", "decodeSafely"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q (the panic with its stack):\n%s", want, logs.String())
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strings"
 
 	"golang.org/x/text/encoding/charmap"
@@ -105,8 +106,9 @@ func (c *Client) call(ctx context.Context, s upstream.Scope, q url.Values, path 
 	}
 	defer func() {
 		// A body refused for its size or shape is abandoned with its
-		// connection: its remainder may be long or never come.
-		if !errors.Is(err, errTooLarge) && !errors.Is(err, errTooManyElements) && !errors.Is(err, errTooDeep) {
+		// connection: its remainder may be long or never come; so is one
+		// whose reading panicked (its state is unknown).
+		if !errors.Is(err, errTooLarge) && !errors.Is(err, errTooManyElements) && !errors.Is(err, errTooDeep) && !errors.Is(err, upstream.ErrInternal) {
 			_, _ = io.CopyN(io.Discard, resp.Body, drainBytes)
 		}
 		resp.Body.Close()
@@ -130,7 +132,10 @@ func (c *Client) call(ctx context.Context, s upstream.Scope, q url.Values, path 
 	ct := resp.Header.Get("Content-Type")
 	mislabelled := ct != "" && !isXML(ct)
 	d := newBoundedDecoder(callCtx, resp.Body, c.limits)
-	if err := decode(d); err != nil {
+	if err := c.decodeSafely(s, u.Path, d, decode); err != nil {
+		if errors.Is(err, upstream.ErrInternal) {
+			return err
+		}
 		if d.body.err != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return failed("reading the body: ", err)
 		}
@@ -148,6 +153,25 @@ func (c *Client) call(ctx context.Context, s upstream.Scope, q url.Values, path 
 		c.log.Warn("crm: answer with bytes that are not UTF-8, read as Windows-1252", "tenant", s.Tenant, "path", u.Path)
 	}
 	return nil
+}
+
+// decodeSafely runs decode on d, turning a panic into an error that wraps
+// upstream.ErrInternal. The CRM answered; a panic while reading its answer
+// is listingproxy's own bug, so it is logged with its stack and counted
+// (Stats.Panics), and the breakers do not count it against the CRM. This is
+// the one seam every answer goes through (lists, documents, hydration's
+// fetches, which run on goroutines of their own where an unrecovered panic
+// would end the process).
+func (c *Client) decodeSafely(s upstream.Scope, path string, d *boundedDecoder, decode func(*boundedDecoder) error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.stats.panics.Add(1)
+			c.log.Error("crm: panic while reading an answer: a bug of listingproxy, not a failure of the CRM",
+				"tenant", s.Tenant, "path", path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			err = fmt.Errorf("%w: reading the answer to %s: panic: %v", upstream.ErrInternal, path, v)
+		}
+	}()
+	return decode(d)
 }
 
 // validCountry accepts the lower-case letters of a country segment, so a
