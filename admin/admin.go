@@ -58,6 +58,9 @@ type Options struct {
 	// their breakers' states (a *breaker.Registry). Nil Breakers: none.
 	Backends []Backend
 	Breakers BreakerStates
+	// SharedCache, when set, reports the shared cache tier (cache.shared)
+	// on GET /backends. Nil: no shared tier, no such section.
+	SharedCache func() SharedCacheState
 	// StatusPage serves GET /status and GET /status.json (statuspage).
 	// Nil: 404.
 	StatusPage http.Handler
@@ -120,7 +123,7 @@ func New(o Options) http.Handler {
 	prof.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	prof.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.Handle("/debug/pprof/", auth(prof))
-	mux.Handle("GET /backends", auth(backendsHandler(o.Backends, o.Breakers)))
+	mux.Handle("GET /backends", auth(backendsHandler(o.Backends, o.Breakers, o.SharedCache)))
 	mux.Handle("POST /cache/purge", auth(o.purgeHandler()))
 	if o.StatusPage != nil {
 		mux.Handle("GET /status", auth(o.StatusPage))

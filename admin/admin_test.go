@@ -187,16 +187,21 @@ func TestBackends(t *testing.T) {
 			{Backend: "pg", Tenant: "harbour", State: breaker.StateOpen, RetryAfter: 3 * time.Second, LastError: "timeout", LastFailure: failed},
 			{Backend: "gone", Tenant: "x"},
 		},
+		SharedCache: func() admin.SharedCacheState { return admin.SharedCacheState{Synced: false, BreakerOpen: true} },
 	})
 	status, body := do("GET", "/backends", true)
 	if status != 200 {
 		t.Fatalf("GET /backends = %d %s", status, body)
 	}
 	var got struct {
-		Backends []map[string]any `json:"backends"`
+		Backends    []map[string]any `json:"backends"`
+		SharedCache map[string]any   `json:"shared_cache"`
 	}
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatalf("body %s: %v", body, err)
+	}
+	if diff := cmp.Diff(map[string]any{"synced": false, "breaker_open": true}, got.SharedCache); diff != "" {
+		t.Errorf("/backends shared_cache (-want +got):\n%s", diff)
 	}
 	want := []map[string]any{
 		{"name": "crm", "kind": "crm", "ready": true, "breakers": []any{}},

@@ -23,6 +23,17 @@ type Backend struct {
 	Ping func(context.Context) error
 }
 
+// SharedCacheState is the shared cache tier's section of GET /backends.
+type SharedCacheState struct {
+	// Synced is false until the replica has read every purge the fleet
+	// recorded in Redis since its subscription (re)started; meanwhile it
+	// serves nothing it reads from Redis.
+	Synced bool `json:"synced"`
+	// BreakerOpen is true while the tier's breaker refuses Redis
+	// operations (the replica caches alone).
+	BreakerOpen bool `json:"breaker_open"`
+}
+
 // backendRow is one backend's entry in GET /backends.
 type backendRow struct {
 	Name string `json:"name"`
@@ -55,7 +66,7 @@ type breakerRow struct {
 // own readiness is /readyz; this is what an operator looks at to see which
 // backend is failing and since when. Behind the admin credentials: last
 // errors may quote a backend's messages.
-func backendsHandler(backends []Backend, breakers BreakerStates) http.Handler {
+func backendsHandler(backends []Backend, breakers BreakerStates, shared func() SharedCacheState) http.Handler {
 	backends = slices.SortedFunc(slices.Values(backends), func(a, b Backend) int { return strings.Compare(a.Name, b.Name) })
 	names := make([]string, len(backends))
 	for i, b := range backends {
@@ -101,9 +112,15 @@ func backendsHandler(backends []Backend, breakers BreakerStates) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
+		var sh *SharedCacheState
+		if shared != nil {
+			st := shared()
+			sh = &st
+		}
 		_ = enc.Encode(struct {
-			Backends []backendRow `json:"backends"`
-		}{out})
+			Backends    []backendRow      `json:"backends"`
+			SharedCache *SharedCacheState `json:"shared_cache,omitempty"`
+		}{out, sh})
 	})
 }
 

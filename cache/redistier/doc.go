@@ -44,9 +44,13 @@
 // purge's Lifetime through a sorted set of deadlines (PREFIX
 // {gens}:tags:exp) that every later purge by tags prunes; entries carry
 // their tags, so a replica judges an entry it reads from Redis by the same
-// records. Covering reads both hashes in one round trip. On each
-// (re)subscription both hashes are read again, so a process that was cut
-// off, or is new, catches up.
+// records. The tags hash is bounded by Options.MaxRecords: past it, the
+// records closest to expiry are folded into purges of their tenants.
+// Covering reads both hashes in one round trip. On each (re)subscription
+// both hashes are read again, page by page (HSCAN), so a process that was
+// cut off, or is new, catches up however many records there are; until it
+// has, Get answers misses (Synced), since an entry in Redis may be one a
+// purge it has not read covers.
 //
 // # Failure
 //

@@ -72,16 +72,20 @@ func parseTagField(f string) (tenant string, t cache.Tag, ok bool) {
 }
 
 // purgeTagsScript records a purge by tags. KEYS: tags hash, its expiry
-// sorted set, epoch counter; ARGV: "1" for hard, the caller's largest
-// epoch, channel, mode letter, message field, now and expiry (Unix ms),
-// then the tags' fields. Each record is "FILL:HARD" as in the generations
-// hash and expires (is dropped by a later purge) once no entry it may
-// cover can be alive; the message is "EPOCH MODE FIELD".
+// sorted set, epoch counter, generations hash; ARGV: "1" for hard, the
+// caller's largest epoch, channel, mode letter, message field, now and
+// expiry (Unix ms), the most records to keep, then the tags' fields. Each
+// record is "FILL:HARD" as in the generations hash and expires (is dropped
+// by a later purge) once no entry it may cover can be alive; past the
+// bound, the records closest to expiry are folded into their tenant's
+// record in the generations hash (a purge of the whole tenant at their
+// epochs), as a process folds its own table. The message is "EPOCH MODE
+// FIELD".
 var purgeTagsScript = redis.NewScript(`
 local e = redis.call('INCR', KEYS[3])
 local after = tonumber(ARGV[2])
 if e <= after then e = after + 1; redis.call('SET', KEYS[3], e) end
-for i = 8, #ARGV do
+for i = 9, #ARGV do
 	local hard = 0
 	local cur = redis.call('HGET', KEYS[1], ARGV[i])
 	if cur then hard = tonumber(string.match(cur, ':(%d+)$')) end
@@ -93,6 +97,29 @@ local old = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[6], 'LIMIT', 0, 10
 for _, f in ipairs(old) do
 	redis.call('HDEL', KEYS[1], f)
 	redis.call('ZREM', KEYS[2], f)
+end
+local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[8])
+if over > 0 then
+	local popped = redis.call('ZPOPMIN', KEYS[2], math.min(over, 1000))
+	for i = 1, #popped, 2 do
+		local f = popped[i]
+		local rec = redis.call('HGET', KEYS[1], f)
+		redis.call('HDEL', KEYS[1], f)
+		local z = string.find(f, '\0', 1, true)
+		if rec and z then
+			local fill, hard = string.match(rec, '^(%d+):(%d+)$')
+			local tf = 't\0' .. string.sub(f, 1, z - 1)
+			local cf, ch = 0, 0
+			local cur = redis.call('HGET', KEYS[4], tf)
+			if cur then
+				local a, b = string.match(cur, '^(%d+):(%d+)$')
+				cf, ch = tonumber(a) or 0, tonumber(b) or 0
+			end
+			if fill then
+				redis.call('HSET', KEYS[4], tf, math.max(cf, tonumber(fill)) .. ':' .. math.max(ch, tonumber(hard)))
+			end
+		end
+	end
 end
 redis.call('PUBLISH', ARGV[3], e .. ' ' .. ARGV[4] .. ' ' .. ARGV[5])
 return e`)
@@ -124,13 +151,13 @@ func (t *Tier) Purge(ctx context.Context, p cache.Purge, after uint64) (uint64, 
 	err := t.do(ctx, "purge", func(ctx context.Context) (err error) {
 		if len(p.Tags) > 0 {
 			now := time.Now()
-			args := make([]any, 0, 7+len(p.Tags))
+			args := make([]any, 0, 8+len(p.Tags))
 			args = append(args, hard, strconv.FormatUint(after, 10), t.purgeCh, mode, field(p),
-				now.UnixMilli(), now.Add(max(p.Lifetime, time.Minute)).UnixMilli())
+				now.UnixMilli(), now.Add(max(p.Lifetime, time.Minute)).UnixMilli(), t.maxRecords)
 			for _, tg := range p.Tags {
 				args = append(args, tagField(p.Tenant, tg))
 			}
-			epoch, err = purgeTagsScript.Run(ctx, t.rdb, []string{t.tagsKey, t.tagsExpKey, t.epochKey}, args...).Uint64()
+			epoch, err = purgeTagsScript.Run(ctx, t.rdb, []string{t.tagsKey, t.tagsExpKey, t.epochKey, t.gensKey}, args...).Uint64()
 			return err
 		}
 		epoch, err = purgeScript.Run(ctx, t.rdb, []string{t.gensKey, t.epochKey},
@@ -221,6 +248,10 @@ func (t *Tier) listen(ctx context.Context, ps *redis.PubSub) {
 		}
 		if err != nil {
 			t.log.Debug("redistier: subscription", "err", err)
+			// Purges published while the subscription is down are lost
+			// to it: the entries in Redis are not to be judged until the
+			// next sync has read them.
+			t.synced.Store(false)
 			t.wakeAll()
 			if !pause(ctx, &backoff) {
 				return
@@ -285,35 +316,58 @@ func (t *Tier) deliver(p cache.Purge) {
 	}
 }
 
+// syncPage is how many records one HSCAN of a sync asks for: a page is
+// read well within Options.Timeout, however many records Redis holds.
+const syncPage = 1000
+
 // sync delivers every recorded purge: a record FILL:HARD is a soft purge
-// at FILL and a hard one at HARD. It runs when the subscription (re)starts,
-// often while the breaker is still open after an outage, so it bypasses
-// the breaker and, until it succeeds, retries with a backoff.
+// at FILL and a hard one at HARD. It reads both hashes page by page
+// (HSCAN), the tags first: a record folded into its tenant's while the
+// sync runs is then found in the generations hash, read after. HSCAN
+// returns every field present for the whole scan; a record written
+// meanwhile is also published, and the subscription is already up. It
+// runs when the subscription (re)starts, often while the breaker is still
+// open after an outage, so it bypasses the breaker and retries a failed
+// page with a backoff. Until it ends, Get treats the entries in Redis as
+// misses (see Synced).
 func (t *Tier) sync(ctx context.Context) {
-	backoff := 50 * time.Millisecond
-	for {
-		start := time.Now()
-		rctx, cancel := context.WithTimeout(ctx, max(t.timeout, time.Second))
-		recs, err := t.rdb.HGetAll(rctx, t.gensKey).Result()
-		var tags map[string]string
-		if err == nil {
-			tags, err = t.rdb.HGetAll(rctx, t.tagsKey).Result()
+	for _, key := range [...]string{t.tagsKey, t.gensKey} {
+		deliver := t.deliverTag
+		if key == t.gensKey {
+			deliver = t.deliverScope
 		}
-		cancel()
-		if t.observe != nil {
-			t.observe("sync", time.Since(start), err)
-		}
-		if err == nil {
-			t.deliverAll(recs)
-			t.deliverTags(tags)
-			return
-		}
-		t.errs.Add(1)
-		t.log.Warn("redistier: reading the fleet's purges failed; retrying", "err", err)
-		if !pause(ctx, &backoff) {
-			return
+		var cursor uint64
+		backoff := 50 * time.Millisecond
+		for {
+			start := time.Now()
+			rctx, cancel := context.WithTimeout(ctx, max(t.timeout, time.Second))
+			kv, next, err := t.rdb.HScan(rctx, key, cursor, "", syncPage).Result()
+			cancel()
+			if t.observe != nil {
+				t.observe("sync", time.Since(start), err)
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				t.errs.Add(1)
+				t.log.Warn("redistier: reading the fleet's purges failed; retrying", "key", key, "err", err)
+				if !pause(ctx, &backoff) {
+					return
+				}
+				continue
+			}
+			backoff = 50 * time.Millisecond
+			for i := 0; i+1 < len(kv); i += 2 {
+				deliver(kv[i], kv[i+1])
+			}
+			if next == 0 {
+				break
+			}
+			cursor = next
 		}
 	}
+	t.synced.Store(true)
 }
 
 // pause waits *backoff, then doubles it up to a second; false when ctx
@@ -328,28 +382,21 @@ func pause(ctx context.Context, backoff *time.Duration) bool {
 	return true
 }
 
-func (t *Tier) deliverAll(recs map[string]string) {
-	for f, r := range recs {
-		p, ok := parseField(f)
-		fill, hard, ok2 := parseRecord(r)
-		if !ok || !ok2 {
-			continue
-		}
+// deliverScope delivers the record r of field f of the generations hash.
+func (t *Tier) deliverScope(f, r string) {
+	p, ok := parseField(f)
+	fill, hard, ok2 := parseRecord(r)
+	if ok && ok2 {
 		t.deliverRecord(p, fill, hard)
 	}
 }
 
-// deliverTags delivers the records of purges by tags, as deliverAll does
-// the others.
-func (t *Tier) deliverTags(recs map[string]string) {
-	for f, r := range recs {
-		tenant, tag, ok := parseTagField(f)
-		fill, hard, ok2 := parseRecord(r)
-		if !ok || !ok2 {
-			continue
-		}
-		p := cache.Purge{Tenant: tenant, Tags: []cache.Tag{tag}}
-		t.deliverRecord(p, fill, hard)
+// deliverTag delivers the record r of field f of the tags hash.
+func (t *Tier) deliverTag(f, r string) {
+	tenant, tag, ok := parseTagField(f)
+	fill, hard, ok2 := parseRecord(r)
+	if ok && ok2 {
+		t.deliverRecord(cache.Purge{Tenant: tenant, Tags: []cache.Tag{tag}}, fill, hard)
 	}
 }
 

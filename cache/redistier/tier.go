@@ -47,6 +47,11 @@ type Options struct {
 	Timeout time.Duration
 	// Lease is how long a fill lease lasts. Default DefaultLease (10s).
 	Lease time.Duration
+	// MaxRecords bounds the records of purges by tags kept in Redis;
+	// past it the records closest to expiry are folded into purges of
+	// their tenants. Default cache.DefaultMaxRecords (100,000), the
+	// bound of a process's own table.
+	MaxRecords int
 	// Logger receives breaker state changes and subscription trouble.
 	// Default: discard.
 	Logger *slog.Logger
@@ -72,6 +77,10 @@ type Stats struct {
 	PurgesSent, PurgesReceived uint64
 	// BreakerOpen is true while the breaker refuses operations.
 	BreakerOpen bool
+	// Synced is true once every purge recorded in Redis has been read
+	// since the subscription last (re)started; until then Get answers
+	// every read with a miss (see Tier.Synced).
+	Synced bool
 }
 
 // Tier is the Redis second tier and generations. Create it with New, hand
@@ -83,9 +92,11 @@ type Tier struct {
 	maxSize int64
 	timeout time.Duration
 	lease   time.Duration
-	log     *slog.Logger
-	observe func(string, time.Duration, error)
-	cb      *gobreaker.CircuitBreaker[any]
+	// maxRecords bounds the tags hash (Options.MaxRecords).
+	maxRecords int
+	log        *slog.Logger
+	observe    func(string, time.Duration, error)
+	cb         *gobreaker.CircuitBreaker[any]
 
 	filledCh, purgeCh, gensKey, epochKey string
 	tagsKey, tagsExpKey                  string
@@ -99,6 +110,9 @@ type Tier struct {
 	done       chan struct{}
 	subscribed chan struct{} // closed at the first subscription
 	subOnce    sync.Once
+	// synced: every recorded purge has been read since the subscription
+	// last (re)started (see Synced).
+	synced atomic.Bool
 
 	hits, misses, errs, sets, oversize          atomic.Uint64
 	leaseWaits, peerFills, purgesSent, purgesIn atomic.Uint64
@@ -125,12 +139,16 @@ func New(rdb redis.UniversalClient, o Options) *Tier {
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
 	}
+	if o.MaxRecords <= 0 {
+		o.MaxRecords = cache.DefaultMaxRecords
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	t := &Tier{
 		rdb: rdb, prefix: o.KeyPrefix, maxSize: o.MaxEntryBytes, timeout: o.Timeout, lease: o.Lease,
-		log: o.Logger, observe: o.Observe,
+		maxRecords: o.MaxRecords,
+		log:        o.Logger, observe: o.Observe,
 		filledCh: o.KeyPrefix + "filled", purgeCh: o.KeyPrefix + "purge",
 		gensKey: o.KeyPrefix + "{gens}", epochKey: o.KeyPrefix + "{gens}:epoch",
 		tagsKey: o.KeyPrefix + "{gens}:tags", tagsExpKey: o.KeyPrefix + "{gens}:tags:exp",
@@ -160,8 +178,16 @@ func (t *Tier) Stats() Stats {
 		LeaseWaits: t.leaseWaits.Load(), PeerFills: t.peerFills.Load(),
 		PurgesSent: t.purgesSent.Load(), PurgesReceived: t.purgesIn.Load(),
 		BreakerOpen: t.cb.State() == gobreaker.StateOpen,
+		Synced:      t.synced.Load(),
 	}
 }
+
+// Synced reports whether the tier has read every purge recorded in Redis
+// since its subscription last (re)started. Until it has, an entry in
+// Redis may be one that a purge it has not read covers, so Get answers
+// with a miss (the flight loads, and its fill is written through as
+// usual); first-tier entries are not affected.
+func (t *Tier) Synced() bool { return t.synced.Load() }
 
 // Subscribed is closed once the tier listens to the fleet (its first
 // subscription, and the recorded purges read): from then on it hears
@@ -215,8 +241,20 @@ func id(k cache.Key) string {
 func (t *Tier) entryKey(id string) string { return t.prefix + "e:{" + id + "}" }
 func (t *Tier) leaseKey(id string) string { return t.prefix + "l:{" + id + "}" }
 
-// Get implements cache.SecondTier.
+// Get implements cache.SecondTier. Until the tier is Synced every read is
+// a miss.
 func (t *Tier) Get(ctx context.Context, k cache.Key) (*cache.Entry, uint64, error) {
+	if !t.synced.Load() {
+		t.misses.Add(1)
+		return nil, 0, nil
+	}
+	return t.get(ctx, k)
+}
+
+// get reads k's entry whether or not the tier is synced: Claim's read of
+// the entry a peer has just filled (after the purges that cover it, which
+// its fill checked with Covering).
+func (t *Tier) get(ctx context.Context, k cache.Key) (*cache.Entry, uint64, error) {
 	var raw []byte
 	err := t.do(ctx, "get", func(ctx context.Context) (err error) {
 		raw, err = t.rdb.Get(ctx, t.entryKey(id(k))).Bytes()
@@ -278,7 +316,7 @@ func (t *Tier) Claim(ctx context.Context, k cache.Key) (*cache.Entry, uint64, er
 			if n.failed != "" {
 				return nil, 0, fmt.Errorf("redistier: the fill on another replica failed: %s", n.failed)
 			}
-			if e, gen, err := t.Get(ctx, k); err == nil && e != nil {
+			if e, gen, err := t.get(ctx, k); err == nil && e != nil {
 				t.peerFills.Add(1)
 				return e, gen, nil
 			}

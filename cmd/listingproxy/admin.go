@@ -32,6 +32,12 @@ func (a *app) adminOptions(cfg *config.Config, backends map[string]upstream.Back
 	if a.srv != nil {
 		o.Targets = a.srv
 	}
+	if a.shared != nil {
+		o.SharedCache = func() admin.SharedCacheState {
+			st := a.shared.Stats()
+			return admin.SharedCacheState{Synced: st.Synced, BreakerOpen: st.BreakerOpen}
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(backends)) {
 		ab := admin.Backend{Name: name, Kind: cfg.Backends[name].Kind}
 		if rd, ok := backends[name].(readier); ok {

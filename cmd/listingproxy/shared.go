@@ -82,6 +82,15 @@ func registerShared(reg prometheus.Registerer, stats func() redistier.Stats, lat
 			}
 			return 0
 		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "listingproxy_shared_cache_synced",
+			Help: "1 once the replica has read every purge recorded in Redis since its subscription (re)started; 0 before, while it serves nothing it reads from Redis.",
+		}, func() float64 {
+			if stats().Synced {
+				return 1
+			}
+			return 0
+		}),
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {

@@ -45,6 +45,9 @@ func fleetOf(t *testing.T, n int) []*app {
 	apps := make([]*app, n)
 	for i := range apps {
 		apps[i] = newAppFrom(t, path) // the first seeds the demo database
+		// A replica serves nothing from Redis until it has read the
+		// fleet's purges.
+		testkit.WaitFor(t, "the replica to read the fleet's purges", apps[i].shared.Synced)
 	}
 	return apps
 }
@@ -94,10 +97,17 @@ func TestFleetSharesBodiesAndPurges(t *testing.T) {
 
 	m := httptest.NewRecorder()
 	a.admin.ServeHTTP(m, httptest.NewRequest("GET", "/metrics", nil))
-	for _, name := range []string{"listingproxy_shared_cache_hits_total", "listingproxy_shared_cache_purges_received_total", "listingproxy_shared_cache_operation_seconds_bucket"} {
+	for _, name := range []string{"listingproxy_shared_cache_hits_total", "listingproxy_shared_cache_purges_received_total", "listingproxy_shared_cache_operation_seconds_bucket", "listingproxy_shared_cache_synced 1"} {
 		if !strings.Contains(m.Body.String(), name) {
 			t.Errorf("/metrics lacks %s", name)
 		}
+	}
+	req := httptest.NewRequest("GET", "/backends", nil)
+	req.SetBasicAuth("admin", "admin-demo")
+	bk := httptest.NewRecorder()
+	a.admin.ServeHTTP(bk, req)
+	if !strings.Contains(bk.Body.String(), `"shared_cache": {`) || !strings.Contains(bk.Body.String(), `"synced": true`) {
+		t.Errorf("/backends lacks the shared tier's synced state:\n%s", bk.Body)
 	}
 }
 

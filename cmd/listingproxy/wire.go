@@ -19,6 +19,7 @@ import (
 
 	"listingproxy/admin"
 	"listingproxy/cache"
+	"listingproxy/cache/redistier"
 	"listingproxy/clientip"
 	"listingproxy/config"
 	"listingproxy/internal/onewrite"
@@ -34,6 +35,8 @@ type app struct {
 	handler http.Handler
 	admin   http.Handler
 	cache   *cache.Store
+	// shared is the Redis second tier of cache.shared; nil without one.
+	shared  *redistier.Tier
 	srv     *proxy.Server
 	tracing *telemetry.Tracing
 	metrics *telemetry.Metrics
@@ -210,6 +213,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 				return nil, fmt.Errorf("cache.shared: %w", err)
 			}
 			a.closers = append(a.closers, closeTier) // after the cache's Close
+			a.shared = tier
 			co.SecondTier, co.Generations, co.Adopt = tier, tier, proxy.PrepareEntry
 		}
 		a.cache, err = cache.New(co)
