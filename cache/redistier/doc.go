@@ -15,9 +15,12 @@
 // variant), and the stored value repeats the whole Key, which Get compares:
 // two keys never share an entry, a hash collision costs a miss. The value
 // carries what a hit needs: body, gzip form, ETag, content type, stored-at,
-// the negative flag and the generation the fill started at. Entries larger
-// than Options.MaxEntryBytes stay in the first tier of the process that
-// filled them. Redis expires an entry at the end of its useful life (TTL
+// the negative flag and the generation the fill started at, and ends with
+// a CRC-32C of the rest, checked on every read: a damaged value is a miss,
+// never served (entry.go says why one checksum of the whole value). Values
+// larger than Options.MaxEntryBytes are neither written (they stay in the
+// first tier of the process that filled them) nor read (a script checks
+// the length before sending the value). Redis expires an entry at the end of its useful life (TTL
 // plus the longer stale window).
 //
 // # One fill per key for the fleet

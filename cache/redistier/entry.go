@@ -4,22 +4,38 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"time"
 
 	"listingproxy/cache"
 )
 
 // format is the first byte of a stored value; a value of another format
-// (a newer or older release during a rolling deploy) is a miss.
-const format = 2
+// (a newer or older release during a rolling deploy) is a miss, never
+// damage. Format 3 added the checksum.
+const format = 3
+
+// castagnoli is CRC-32C's table: the checksum of a stored value.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // encode is an entry's stored form: format, generation, stored-at (Unix
 // nanoseconds), negative flag, then the Key's four fields, content type,
 // ETag, body and gzip form, each length-prefixed, then the tag count and
-// the tags (8 bytes each, little-endian).
+// the tags (8 bytes each, little-endian), and last the CRC-32C of all
+// that (4 bytes, little-endian).
+//
+// The checksum covers the whole value rather than the body against its
+// ETag: the gzip form, the tags and the generation decide what is served
+// as much as the body does (a damaged generation or tag list could bring
+// a purged body back), and CRC-32C is one instruction per 8 bytes on
+// amd64 and arm64, so a 45 KB entry costs microseconds on a first-tier
+// miss. It detects every error of up to 32 consecutive bits and any other
+// with probability 1 - 2^-32: this is against damage (a bit flip, a
+// truncated or overwritten value), not against someone who may write to
+// Redis, who could write any entry anyway.
 func encode(k cache.Key, gen uint64, e *cache.Entry) []byte {
 	fields := [...]string{k.Tenant, k.Resource, k.Scope, k.Variant, e.ContentType, e.ETag}
-	n := 1 + 4*binary.MaxVarintLen64 + len(e.Body) + len(e.Gzip) + 8*binary.MaxVarintLen64 + 8*len(e.Tags)
+	n := 1 + 4 + 4*binary.MaxVarintLen64 + len(e.Body) + len(e.Gzip) + 8*binary.MaxVarintLen64 + 8*len(e.Tags)
 	for _, f := range fields {
 		n += len(f)
 	}
@@ -44,18 +60,26 @@ func encode(k cache.Key, gen uint64, e *cache.Entry) []byte {
 	for _, t := range e.Tags {
 		b = binary.LittleEndian.AppendUint64(b, uint64(t))
 	}
-	return b
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
 var errCorrupt = errors.New("redistier: corrupt entry")
 
 // decode returns the entry stored in b if it is k's (nil, 0, nil when it
-// is another key's or of another format).
+// is another key's or of another format), and errCorrupt when b is
+// damaged: its checksum does not match, or its fields do not parse.
 func decode(b []byte, k cache.Key) (*cache.Entry, uint64, error) {
 	if len(b) == 0 || b[0] != format {
 		return nil, 0, nil
 	}
-	b = b[1:]
+	if len(b) < 5 {
+		return nil, 0, fmt.Errorf("%w (%d bytes)", errCorrupt, len(b))
+	}
+	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
+	if crc32.Checksum(body, castagnoli) != sum {
+		return nil, 0, fmt.Errorf("%w (checksum)", errCorrupt)
+	}
+	b = body[1:]
 	gen, n := binary.Uvarint(b)
 	if n <= 0 {
 		return nil, 0, errCorrupt

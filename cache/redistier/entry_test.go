@@ -42,6 +42,17 @@ func TestEncodeDecode(t *testing.T) {
 		})
 	}
 	b := encode(k, 42, e)
+	older := append([]byte{2}, b[1:]...)
+	if got, _, err := decode(older, k); got != nil || err != nil {
+		t.Errorf("decode of another format: entry %t, %v; want a miss, not damage", got != nil, err)
+	}
+	for _, at := range []int{1, 3, len(b) / 2, len(b) - 5, len(b) - 1} {
+		damaged := append([]byte(nil), b...)
+		damaged[at] ^= 0x10
+		if got, _, err := decode(damaged, k); err == nil {
+			t.Errorf("decode with byte %d of %d flipped: entry %t, no error; want damage", at, len(b), got != nil)
+		}
+	}
 	for _, n := range []int{1, 5, 20, len(b) - 1} {
 		if got, _, err := decode(b[:n], k); err == nil && got != nil {
 			t.Errorf("decode of %d of %d bytes: an entry, want an error or a miss", n, len(b))

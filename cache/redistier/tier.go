@@ -40,8 +40,10 @@ const (
 type Options struct {
 	// KeyPrefix starts every key and channel. Default DefaultKeyPrefix.
 	KeyPrefix string
-	// MaxEntryBytes bounds an entry's body plus gzip form; larger entries
-	// are not written. Default DefaultMaxEntryBytes (8 MiB).
+	// MaxEntryBytes bounds an entry's stored value (body, gzip form and
+	// the few fields around them); larger entries are not written, and a
+	// larger value found in Redis is not read. Default
+	// DefaultMaxEntryBytes (8 MiB).
 	MaxEntryBytes int64
 	// Timeout bounds one Redis operation. Default DefaultTimeout (50ms).
 	Timeout time.Duration
@@ -67,8 +69,12 @@ type Stats struct {
 	// Errors counts operations that failed (timeouts, Redis down, the
 	// breaker open).
 	Hits, Misses, Errors uint64
-	// Sets counts entries written; Oversize those too large to write.
+	// Sets counts entries written; Oversize those too large to write,
+	// and values too large found in Redis (not read).
 	Sets, Oversize uint64
+	// Damaged counts entries read whose checksum or structure was
+	// wrong: each was a miss, never served.
+	Damaged uint64
 	// LeaseWaits counts Claims that found another process filling and
 	// waited; PeerFills those that received its entry.
 	LeaseWaits, PeerFills uint64
@@ -114,7 +120,7 @@ type Tier struct {
 	// last (re)started (see Synced).
 	synced atomic.Bool
 
-	hits, misses, errs, sets, oversize          atomic.Uint64
+	hits, misses, errs, sets, oversize, damaged atomic.Uint64
 	leaseWaits, peerFills, purgesSent, purgesIn atomic.Uint64
 }
 
@@ -174,7 +180,7 @@ func New(rdb redis.UniversalClient, o Options) *Tier {
 func (t *Tier) Stats() Stats {
 	return Stats{
 		Hits: t.hits.Load(), Misses: t.misses.Load(), Errors: t.errs.Load(),
-		Sets: t.sets.Load(), Oversize: t.oversize.Load(),
+		Sets: t.sets.Load(), Oversize: t.oversize.Load(), Damaged: t.damaged.Load(),
 		LeaseWaits: t.leaseWaits.Load(), PeerFills: t.peerFills.Load(),
 		PurgesSent: t.purgesSent.Load(), PurgesReceived: t.purgesIn.Load(),
 		BreakerOpen: t.cb.State() == gobreaker.StateOpen,
@@ -255,26 +261,56 @@ func (t *Tier) Get(ctx context.Context, k cache.Key) (*cache.Entry, uint64, erro
 // the entry a peer has just filled (after the purges that cover it, which
 // its fill checked with Covering).
 func (t *Tier) get(ctx context.Context, k cache.Key) (*cache.Entry, uint64, error) {
+	eid := id(k)
 	var raw []byte
-	err := t.do(ctx, "get", func(ctx context.Context) (err error) {
-		raw, err = t.rdb.Get(ctx, t.entryKey(id(k))).Bytes()
+	var size int64
+	err := t.do(ctx, "get", func(ctx context.Context) error {
+		v, err := getScript.Run(ctx, t.rdb, []string{t.entryKey(eid)}, t.maxSize).Result()
+		switch v := v.(type) {
+		case string:
+			raw = []byte(v)
+		case int64:
+			size = v
+		}
 		return err
 	})
 	if err != nil {
 		return nil, 0, err
+	}
+	if size > 0 {
+		t.oversize.Add(1)
+		t.misses.Add(1)
+		t.log.Warn("redistier: entry larger than max_entry_bytes not read", "tenant", k.Tenant, "resource", k.Resource, "id", eid, "bytes", size, "max", t.maxSize)
+		return nil, 0, nil
 	}
 	if raw == nil {
 		t.misses.Add(1)
 		return nil, 0, nil
 	}
 	e, gen, err := decode(raw, k)
-	if err != nil || e == nil {
+	if err != nil {
+		t.damaged.Add(1)
 		t.misses.Add(1)
-		return nil, 0, err
+		t.log.Warn("redistier: damaged entry not served", "tenant", k.Tenant, "resource", k.Resource, "id", eid, "bytes", len(raw), "err", err)
+		return nil, 0, nil
+	}
+	if e == nil {
+		t.misses.Add(1)
+		return nil, 0, nil
 	}
 	t.hits.Add(1)
 	return e, gen, nil
 }
+
+// getScript reads an entry unless it is larger than the bound, so that a
+// value too large (written by another release or by hand) is not sent
+// whole on every miss of its key. KEYS: entry; ARGV: the largest length
+// read. It returns the value, nil, or the length of a value too large.
+var getScript = redis.NewScript(`
+local n = redis.call('STRLEN', KEYS[1])
+if n == 0 then return false end
+if n > tonumber(ARGV[1]) then return n end
+return redis.call('GET', KEYS[1])`)
 
 // Claim implements cache.SecondTier: take k's fill lease, or wait for the
 // process that holds it.
@@ -408,13 +444,13 @@ func (t *Tier) token(eid string) string {
 // Set implements cache.SecondTier.
 func (t *Tier) Set(ctx context.Context, k cache.Key, gen uint64, e *cache.Entry, ttl time.Duration) {
 	eid := id(k)
-	if int64(len(e.Body)+len(e.Gzip)) > t.maxSize {
+	val := encode(k, gen, e)
+	if int64(len(val)) > t.maxSize {
 		t.oversize.Add(1)
 		t.Abandon(ctx, k, nil)
 		return
 	}
 	tok := t.token(eid)
-	val := encode(k, gen, e)
 	err := t.do(ctx, "set", func(ctx context.Context) error {
 		return setScript.Run(ctx, t.rdb, []string{t.entryKey(eid), t.leaseKey(eid)},
 			val, ttl.Milliseconds()+1, tok, t.filledCh, eid+" ok").Err()
