@@ -119,12 +119,13 @@ type SQLBackend struct {
 type CRMBackend struct {
 	URL                string   `yaml:"url"`
 	Timeout            Duration `yaml:"timeout"`         // per upstream call
-	MaxConcurrency     int      `yaml:"max_concurrency"` // concurrent upstream calls
+	MaxConcurrency     int      `yaml:"max_concurrency"` // ceiling of concurrent upstream calls (the adaptive limit's)
 	Hydrate            string   `yaml:"hydrate"`         // auto (the default), always or never
 	HydrateConcurrency int      `yaml:"hydrate_concurrency"`
 	DocTTL             Duration `yaml:"doc_ttl"` // reuse of per-property documents
 	MaxBodyBytes       ByteSize `yaml:"max_body_bytes"`
-	MaxElements        int      `yaml:"max_elements"` // XML elements of one answer
+	MaxDecodingBytes   ByteSize `yaml:"max_decoding_bytes"` // answer bytes decoded at once, across calls
+	MaxElements        int      `yaml:"max_elements"`       // XML elements of one answer
 	// MaxResults caps the limit of a list of this CRM's tenants; 0 (the
 	// default): no cap, the client's limit (or none) goes to the CRM,
 	// which decides, as it did for its own clients. The top-level
@@ -292,6 +293,7 @@ type Breaker struct {
 	OpenFor        Duration `yaml:"open_for"`         // how long it stays open before probes
 	HalfOpenProbes uint32   `yaml:"half_open_probes"` // probes let through when half-open
 	TenantShare    float64  `yaml:"tenant_share"`     // share of a backend's concurrency one tenant may hold
+	QueueTimeout   Duration `yaml:"queue_timeout"`    // longest wait for a concurrency slot
 }
 
 // Server holds HTTP server limits, the drain delay and the shutdown grace

@@ -150,7 +150,7 @@ func TestProblemsAreListedAndLocated(t *testing.T) {
 countries: [au, xx]
 backends:
   main: {kind: postgres, dsn: "${PG_DSN}", prepared_statements: -1}
-  crm: {kind: crm, url: "ftp://x", hydrate: sometimes, max_elements: -1, max_results: -1, max_offset: -5}
+  crm: {kind: crm, url: "ftp://x", hydrate: sometimes, max_elements: -1, max_results: -1, max_offset: -5, max_body_bytes: 32MiB, max_decoding_bytes: 16MiB}
   odd: {kind: oracle}
 tenants:
   a: {backend: missing}
@@ -179,6 +179,7 @@ max_offset: -1
 		`c.yaml:5: backends.crm.url: invalid url "ftp://x" (want http(s)://host[:port][/path])`,
 		`c.yaml:5: backends.crm.hydrate: invalid value "sometimes" (want auto, always or never)`,
 		`c.yaml:5: backends.crm.max_elements: must not be negative (0: the default)`,
+		`c.yaml:5: backends.crm.max_decoding_bytes: must be at least max_body_bytes (33554432), or an answer of the largest size could never be decoded`,
 		`c.yaml:5: backends.crm.max_results: must be between 1 and 100000, or 0 for no cap, got -1`,
 		`c.yaml:5: backends.crm.max_offset: must not be negative (0: no cap), got -5`,
 		`c.yaml:6: backends.odd.kind: unknown kind "oracle" (want sqlite, postgres, mysql or crm)`,

@@ -183,6 +183,12 @@ func (c *Config) validate() []problem {
 			if cb.MaxElements < 0 {
 				add(p+".max_elements", "must not be negative (0: the default)")
 			}
+			switch {
+			case cb.MaxDecodingBytes < 0:
+				add(p+".max_decoding_bytes", "must not be negative (0: the default)")
+			case cb.MaxDecodingBytes > 0 && cb.MaxDecodingBytes < cb.MaxBodyBytes:
+				add(p+".max_decoding_bytes", "must be at least max_body_bytes (%d), or an answer of the largest size could never be decoded", cb.MaxBodyBytes)
+			}
 			if cb.MaxResults < 0 || cb.MaxResults > 100000 {
 				add(p+".max_results", "must be between 1 and 100000, or 0 for no cap, got %d", cb.MaxResults)
 			}
@@ -305,6 +311,9 @@ func (c *Config) validate() []problem {
 	}
 	if c.Breaker.TenantShare < 0 || c.Breaker.TenantShare > 1 {
 		add("breaker.tenant_share", "must be between 0 and 1 (0: the default)")
+	}
+	if c.Breaker.QueueTimeout < 0 {
+		add("breaker.queue_timeout", "must not be negative (0: the default)")
 	}
 	if c.Breaker.Window < 0 {
 		add("breaker.window", "must not be negative")

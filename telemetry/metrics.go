@@ -168,6 +168,53 @@ func (m *Metrics) WatchBreakers(states func() []breaker.Status) error {
 	return m.reg.Register(&breakerCollector{states: states})
 }
 
+// WatchLimits registers the concurrency limiters' families
+// (listingproxy_backend_concurrency_*, _slot_waits_total,
+// _slot_refusals_total), read from limits (breaker.Registry.Limits) at
+// each scrape.
+func (m *Metrics) WatchLimits(limits func() []breaker.LimitStatus) error {
+	return m.reg.Register(&limitCollector{limits: limits})
+}
+
+var (
+	descLimit = prometheus.NewDesc("listingproxy_backend_concurrency_limit",
+		"Concurrent calls a backend may have now: an adaptive limit's current value (it follows the backend's latency), else the fixed limit.", []string{"backend"}, nil)
+	descLimitCeiling = prometheus.NewDesc("listingproxy_backend_concurrency_ceiling",
+		"The highest a backend's concurrency limit may go (max_concurrency, max_open_conns).", []string{"backend"}, nil)
+	descLimitInFlight = prometheus.NewDesc("listingproxy_backend_concurrency_in_flight",
+		"Backend calls holding a concurrency slot.", []string{"backend"}, nil)
+	descLimitWaiting = prometheus.NewDesc("listingproxy_backend_concurrency_waiting",
+		"Backend calls waiting for a concurrency slot (at most breaker.queue_timeout each).", []string{"backend"}, nil)
+	descSlotWaits = prometheus.NewDesc("listingproxy_backend_slot_waits_total",
+		"Backend calls that had to wait for a concurrency slot, whether they got one or not.", []string{"backend"}, nil)
+	descSlotRefusals = prometheus.NewDesc("listingproxy_backend_slot_refusals_total",
+		"Waits for a concurrency slot that ended without one, by reason: queue_timeout (answered stale, else 503 with Retry-After), canceled (the caller went away). Counted by no breaker.",
+		[]string{"backend", "reason"}, nil)
+)
+
+type limitCollector struct {
+	limits func() []breaker.LimitStatus
+}
+
+func (c *limitCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descLimit, descLimitCeiling, descLimitInFlight, descLimitWaiting, descSlotWaits, descSlotRefusals} {
+		ch <- d
+	}
+}
+
+func (c *limitCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, l := range c.limits() {
+		ch <- prometheus.MustNewConstMetric(descLimit, prometheus.GaugeValue, float64(l.Limit), l.Backend)
+		ch <- prometheus.MustNewConstMetric(descLimitCeiling, prometheus.GaugeValue, float64(l.Ceiling), l.Backend)
+		ch <- prometheus.MustNewConstMetric(descLimitInFlight, prometheus.GaugeValue, float64(l.InFlight), l.Backend)
+		ch <- prometheus.MustNewConstMetric(descLimitWaiting, prometheus.GaugeValue, float64(l.Waiting), l.Backend)
+		ch <- prometheus.MustNewConstMetric(descSlotWaits, prometheus.CounterValue, float64(l.Waits), l.Backend)
+		for _, reason := range []string{breaker.RefusedQueueTimeout, breaker.RefusedCanceled} {
+			ch <- prometheus.MustNewConstMetric(descSlotRefusals, prometheus.CounterValue, float64(l.Refusals[reason]), l.Backend, reason)
+		}
+	}
+}
+
 var (
 	descCacheLookups = prometheus.NewDesc("listingproxy_cache_lookups_total",
 		"Cache lookups by outcome: hit, stale, stale-if-error, miss, negative, bypass.", []string{"outcome"}, nil)
@@ -201,7 +248,7 @@ var (
 	descBulkheadInFlight = prometheus.NewDesc("listingproxy_bulkhead_in_flight",
 		"Backend calls of a tenant holding one of its bulkhead slots.", []string{"backend", "tenant"}, nil)
 	descBulkheadSlots = prometheus.NewDesc("listingproxy_bulkhead_slots",
-		"Concurrent backend calls a tenant may make (its share of the backend's concurrency).", []string{"backend", "tenant"}, nil)
+		"Concurrent backend calls a tenant may make: its share of the backend's concurrency limit in force.", []string{"backend", "tenant"}, nil)
 )
 
 type cacheCollector struct{ stats func() cache.Stats }

@@ -83,6 +83,15 @@ func IsAnswer(err error) bool {
 	return errors.Is(err, ErrNotFound) || errors.As(err, &ce)
 }
 
+// ErrBusy is matched (errors.Is) by the error of a call that was refused or
+// given up before the backend could answer it because a local bound was
+// full: no concurrency slot came free within the wait allowed, no room in
+// the budget of bytes being decoded. It says nothing about the backend's
+// health, so it is neither an answer nor a failure: breakers leave it
+// uncounted, and the cache answers it like a failure (a stale copy, else
+// 503 with Retry-After when the error has a RetryAfter method).
+var ErrBusy = errors.New("backend busy")
+
 // Property is one listing. Nullable numbers are pointers: nil renders as an
 // empty value.
 type Property struct {

@@ -55,9 +55,15 @@ type backendKind struct {
 	// open opens the backend name of cfg; the function returned releases
 	// it.
 	open func(ctx context.Context, name string, cfg *config.Config, env openEnv) (upstream.Backend, func(), error)
-	// concurrency is the backend's own concurrency limit, which the
-	// bulkheads share out: the SQL pool size, the CRM's concurrent calls.
+	// concurrency is the backend's own concurrency limit, which
+	// upstream/breaker shares out among tenants: the SQL pool size, the
+	// CRM's concurrent calls.
 	concurrency func(config.Backend) int
+	// adaptive makes concurrency a ceiling, the limit in force following
+	// the backend's latency (upstream/breaker). A CRM's latency says how
+	// loaded it is; a SQL pool's limit is its connections, and its
+	// queries' latency depends on the query far more than on the load.
+	adaptive bool
 }
 
 // openEnv is what every opener may use beyond the configuration.
@@ -75,7 +81,7 @@ var backendKinds = map[string]backendKind{
 	config.KindSQLite:   sqlKind,
 	config.KindPostgres: sqlKind,
 	config.KindMySQL:    sqlKind,
-	config.KindCRM:      {open: openCRM, concurrency: func(b config.Backend) int { return cmp.Or(b.CRM.MaxConcurrency, crm.DefaultMaxConcurrency) }},
+	config.KindCRM:      {open: openCRM, concurrency: func(b config.Backend) int { return cmp.Or(b.CRM.MaxConcurrency, crm.DefaultMaxConcurrency) }, adaptive: true},
 }
 
 var sqlKind = backendKind{open: openSQL, concurrency: func(b config.Backend) int { return sqlstore.PoolSize(b.Kind, b.SQL.MaxOpenConns) }}
@@ -115,7 +121,7 @@ func openCRM(_ context.Context, name string, cfg *config.Config, env openEnv) (u
 	}
 	c, err := crm.New(crm.Options{
 		BaseURL: b.URL, Credentials: creds, Timeout: b.Timeout.D(), MaxConcurrency: b.MaxConcurrency,
-		MaxBodyBytes: int64(b.MaxBodyBytes), MaxElements: b.MaxElements, Hydrate: mode, HydrateConcurrency: b.HydrateConcurrency,
+		MaxBodyBytes: int64(b.MaxBodyBytes), MaxDecodingBytes: int64(b.MaxDecodingBytes), MaxElements: b.MaxElements, Hydrate: mode, HydrateConcurrency: b.HydrateConcurrency,
 		DocTTL: b.DocTTL.D(), Now: env.now, WrapTransport: wrap, Logger: env.log.With("backend", name),
 		PassThrough: !b.Rerender,
 	})

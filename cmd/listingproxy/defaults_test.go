@@ -45,6 +45,7 @@ func TestDocumentedDefaults(t *testing.T) {
 		"backends.NAME.doc_ttl":                 duration(crm.DefaultDocTTL),
 		"backends.NAME.max_body_bytes":          size(crm.DefaultMaxBodyBytes),
 		"backends.NAME.max_elements":            strconv.Itoa(crm.DefaultMaxElements),
+		"backends.NAME.max_decoding_bytes":      size(crm.DefaultMaxDecodingBytes),
 		"auth.queue":                            strconv.Itoa(proxy.DefaultAuthQueue),
 		"auth.checks_per_second":                strconv.Itoa(proxy.DefaultChecksPerSecond),
 		"auth.failures_per_address.per_minute":  perMinute(proxy.DefaultAddressFailures),

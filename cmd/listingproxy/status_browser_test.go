@@ -43,6 +43,12 @@ func chromium(t *testing.T) string {
 // two failures; extra are more replacements of the configuration's text.
 func crmDemoApp(t *testing.T, crm string, extra ...[2]string) *app {
 	t.Helper()
+	return crmDemoAppAt(t, crm, time.Now, extra...)
+}
+
+// crmDemoAppAt is crmDemoApp on the clock now.
+func crmDemoAppAt(t *testing.T, crm string, now func() time.Time, extra ...[2]string) *app {
+	t.Helper()
 	path := demoConfig(t)
 	src, err := os.ReadFile(path)
 	if err != nil {
@@ -66,7 +72,7 @@ func crmDemoApp(t *testing.T, crm string, extra ...[2]string) *app {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := build(context.Background(), cfg, slog.New(slog.DiscardHandler), time.Now)
+	a, err := build(context.Background(), cfg, slog.New(slog.DiscardHandler), now)
 	if err != nil {
 		t.Fatal(err)
 	}

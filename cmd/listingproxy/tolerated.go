@@ -30,6 +30,23 @@ func registerCRMFlaws(reg prometheus.Registerer, backends map[string]upstream.Ba
 		if !ok {
 			continue
 		}
+		decoding := []prometheus.Collector{
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name:        "listingproxy_crm_decoding_bytes",
+				Help:        "Bytes of CRM answers being decoded now: the part of max_decoding_bytes granted.",
+				ConstLabels: prometheus.Labels{"backend": name},
+			}, func() float64 { return float64(c.Stats().DecodingBytes) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name:        "listingproxy_crm_decode_budget_waits_total",
+				Help:        "CRM answers that had to wait for room in max_decoding_bytes (a wait that outlasts the timeout is a 503 counted by no breaker).",
+				ConstLabels: prometheus.Labels{"backend": name},
+			}, func() float64 { return float64(c.Stats().BudgetWaits) }),
+		}
+		for _, m := range decoding {
+			if err := reg.Register(m); err != nil {
+				return err
+			}
+		}
 		for _, f := range flaws {
 			m := prometheus.NewCounterFunc(prometheus.CounterOpts{
 				Name:        "listingproxy_crm_tolerated_total",

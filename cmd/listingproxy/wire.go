@@ -237,6 +237,9 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	if err := a.metrics.WatchBreakers(a.breakers.States); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
+	if err := a.metrics.WatchLimits(a.breakers.Limits); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
 	if err := reg.Register(cappedLists(a.srv)); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
@@ -268,9 +271,10 @@ func (a *app) flushTraces(ctx context.Context) {
 //  1. telemetry: the backend.* span, latency and errors of the backend
 //     call alone (a call the breaker refuses never reaches the backend,
 //     so it is not a backend error);
-//  2. breakers and bulkheads (upstream/breaker): per tenant and backend;
-//     their "breaker" span is the parent of the backend span, and a wait
-//     for a bulkhead slot is outside the backend's latency.
+//  2. breakers and the concurrency limit (upstream/breaker): per tenant
+//     and backend; their "breaker" span is the parent of the backend span,
+//     and a wait for a slot is outside the backend's latency and counted
+//     by no breaker.
 //
 // A new concern (a shared second tier, a per-tenant limit) is one more
 // upstream.Wrap here, at the place its order says.
@@ -284,7 +288,8 @@ func (a *app) decorate(name string, cfg *config.Config, b upstream.Backend, tp t
 		}
 	}
 	a.metrics.InitBreakers(name, upstreams)
-	return a.breakers.Wrap(b, breaker.Backend{Name: name, Limit: backendKinds[be.Kind].concurrency(be), Tenants: upstreams})
+	k := backendKinds[be.Kind]
+	return a.breakers.Wrap(b, breaker.Backend{Name: name, Limit: k.concurrency(be), Adaptive: k.adaptive, Tenants: upstreams})
 }
 
 // trustedProxies returns server.trusted_proxies, which config validated.
@@ -376,5 +381,6 @@ func breakerSettings(c config.Breaker) breaker.Settings {
 	return breaker.Settings{
 		ConsecutiveFailures: c.Failures, FailureRatio: c.FailureRatio, MinRequests: c.MinRequests,
 		Window: c.Window.D(), OpenFor: c.OpenFor.D(), HalfOpenProbes: c.HalfOpenProbes, TenantShare: c.TenantShare,
+		QueueTimeout: c.QueueTimeout.D(),
 	}
 }

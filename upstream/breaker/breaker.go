@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"fmt"
-	"math"
 	"net"
 	"slices"
 	"strings"
@@ -100,6 +98,7 @@ const (
 	DefaultOpenFor             = 15 * time.Second
 	DefaultHalfOpenProbes      = 3
 	DefaultTenantShare         = 0.5
+	DefaultQueueTimeout        = 500 * time.Millisecond
 )
 
 // Settings configure every breaker and bulkhead of a Registry. The zero
@@ -127,10 +126,16 @@ type Settings struct {
 	// Default DefaultHalfOpenProbes (3).
 	HalfOpenProbes uint32
 	// TenantShare is the share of a backend's concurrency one tenant may
-	// hold: max(1, floor(limit × TenantShare)) calls. 1 lets a tenant take
-	// all of it. Default DefaultTenantShare (0.5): a tenant stuck on slow
+	// hold: max(1, floor(limit × TenantShare)) calls, of the limit in
+	// force (an adaptive limit's current value). 1 lets a tenant take all
+	// of it. Default DefaultTenantShare (0.5): a tenant stuck on slow
 	// queries leaves at least half the backend to the others.
 	TenantShare float64
+	// QueueTimeout is the longest a call waits for a concurrency slot;
+	// then it fails with a *BusyError (upstream.ErrBusy, counted by no
+	// breaker), which the cache answers with a stale copy or a fast 503.
+	// Default DefaultQueueTimeout (500ms).
+	QueueTimeout time.Duration
 }
 
 // WithDefaults returns s with its zero fields set to the defaults.
@@ -154,16 +159,10 @@ func (s Settings) WithDefaults() Settings {
 		s.TenantShare = DefaultTenantShare
 	}
 	s.TenantShare = min(s.TenantShare, 1)
-	return s
-}
-
-// slots is a tenant's bulkhead size for a backend of concurrency limit; 0
-// means unbounded.
-func (s Settings) slots(limit int) int {
-	if limit <= 0 {
-		return 0
+	if s.QueueTimeout <= 0 {
+		s.QueueTimeout = DefaultQueueTimeout
 	}
-	return max(1, int(math.Floor(float64(limit)*s.TenantShare)))
+	return s
 }
 
 // Options configure a Registry. The zero value is usable.
@@ -188,9 +187,13 @@ type Backend struct {
 	// Name is the backend's name (metrics, logs, errors).
 	Name string
 	// Limit is the backend's own concurrency (SQL pool size, CRM
-	// concurrency); each tenant's bulkhead is a share of it. 0: no
-	// bulkheads.
+	// max_concurrency): the most calls in flight at once, each tenant
+	// holding at most its share. 0: no bound.
 	Limit int
+	// Adaptive makes Limit a ceiling: the limit in force starts at
+	// InitialConcurrency and follows the backend's latency (see limiter),
+	// never below MinConcurrency. Otherwise the limit is Limit.
+	Adaptive bool
 	// Tenants are the tenants (Scope.Tenant) known up front, so that
 	// Registry.States lists them before their first call. Others get
 	// their breaker at their first call.
@@ -229,7 +232,10 @@ func (r *Registry) Wrap(b upstream.Backend, be Backend) upstream.Backend {
 	r.mu.Lock()
 	g := r.guards[be.Name]
 	if g == nil {
-		g = &guard{r: r, name: be.Name, limit: be.Limit}
+		g = &guard{r: r, name: be.Name}
+		if be.Limit > 0 {
+			g.lim = newLimiter(be.Name, be.Limit, be.Adaptive)
+		}
 		g.gen.Store(g.newGeneration(*r.settings.Load(), nil))
 		r.guards[be.Name] = g
 	}
@@ -282,8 +288,9 @@ type Status struct {
 	// failure and success; zero when none.
 	LastFailure time.Time
 	LastSuccess time.Time
-	// InFlight is how many of the tenant's calls hold a bulkhead slot, of
-	// Slots (0: no bulkhead). Zero on backend rows.
+	// InFlight is how many of the tenant's calls hold a concurrency slot,
+	// of Slots, its share of the backend's current limit (0: no bound).
+	// Zero on backend rows (see Registry.Limits).
 	InFlight int
 	Slots    int
 }
@@ -311,18 +318,40 @@ func (r *Registry) States() []Status {
 		gen.mu.Unlock()
 		slices.SortFunc(cells, func(a, b *cell) int { return strings.Compare(a.tenant, b.tenant) })
 		for _, c := range cells {
-			out = append(out, c.status(now, gen.settings))
+			st := c.status(now, gen.settings)
+			if g.lim != nil {
+				st.InFlight, st.Slots = g.lim.tenantStatus(c.tenant, gen.settings)
+			}
+			out = append(out, st)
 		}
 	}
 	return out
 }
 
-// guard is one backend's breakers and bulkheads.
+// Limits lists each bounded backend's concurrency limiter, by name.
+func (r *Registry) Limits() []LimitStatus {
+	r.mu.Lock()
+	guards := make([]*guard, 0, len(r.guards))
+	for _, g := range r.guards {
+		if g.lim != nil {
+			guards = append(guards, g)
+		}
+	}
+	r.mu.Unlock()
+	slices.SortFunc(guards, func(a, b *guard) int { return strings.Compare(a.name, b.name) })
+	out := make([]LimitStatus, len(guards))
+	for i, g := range guards {
+		out[i] = g.lim.status(g.name)
+	}
+	return out
+}
+
+// guard is one backend's breakers and concurrency limiter.
 type guard struct {
-	r     *Registry
-	name  string
-	limit int
-	gen   atomic.Pointer[generation] // replaced by Reload
+	r    *Registry
+	name string
+	lim  *limiter                   // nil: unbounded; outlives Reload
+	gen  atomic.Pointer[generation] // replaced by Reload
 }
 
 // generation is a guard's breakers under one Settings.
@@ -336,13 +365,12 @@ type generation struct {
 	failing map[string]time.Time // tenants whose latest outcome was a failure of their own, when
 }
 
-// cell is one breaker (and, for a tenant, its bulkhead).
+// cell is one breaker.
 type cell struct {
 	backend  string
 	tenant   string
 	cb       *gobreaker.TwoStepCircuitBreaker[struct{}]
-	openedAt atomic.Int64  // unix nanos (Options.Now) of the latest open
-	slots    chan struct{} // the tenant's bulkhead; nil: none
+	openedAt atomic.Int64 // unix nanos (Options.Now) of the latest open
 	hist     *history
 }
 
@@ -393,9 +421,6 @@ func (gen *generation) newCell(tenant string, h *history) *cell {
 		h = &history{}
 	}
 	c := &cell{backend: gen.g.name, tenant: tenant, hist: h}
-	if n := gen.settings.slots(gen.g.limit); tenant != "" && n > 0 {
-		c.slots = make(chan struct{}, n)
-	}
 	s, r, backend := gen.settings, gen.g.r, gen.g.name
 	c.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:         scopeName(backend, tenant),
@@ -434,7 +459,7 @@ func ceilSecond(d time.Duration) time.Duration {
 }
 
 func (c *cell) status(now time.Time, s Settings) Status {
-	st := Status{Backend: c.backend, Tenant: c.tenant, State: fromGobreaker(c.cb.State()), Slots: cap(c.slots), InFlight: len(c.slots)}
+	st := Status{Backend: c.backend, Tenant: c.tenant, State: fromGobreaker(c.cb.State())}
 	if st.State == StateOpen {
 		st.RetryAfter = c.retryAfter(now, s)
 	}
@@ -470,8 +495,9 @@ const (
 	attrOpen     = attribute.Key("listingproxy.breaker.open")
 )
 
-// around is the decorator: both breakers, then the tenant's bulkhead, then
-// the call, whose outcome is classified for each breaker.
+// around is the decorator: both breakers, then a concurrency slot, then
+// the call, whose outcome is classified for each breaker and whose latency
+// feeds the limiter.
 func (g *guard) around(ctx context.Context, call upstream.Call, next func(context.Context) error) error {
 	if g.r.tracer == nil {
 		return g.guarded(ctx, call, next, nil)
@@ -497,21 +523,27 @@ func (g *guard) guarded(ctx context.Context, call upstream.Call, next func(conte
 		doneB(markExcluded)
 		return reject(span, tc.refused(g.name, err, g.r.now(), gen.settings))
 	}
-	if tc.slots != nil {
-		select {
-		case tc.slots <- struct{}{}:
-		default:
-			select {
-			case tc.slots <- struct{}{}:
-			case <-ctx.Done():
-				doneT(markExcluded)
-				doneB(markExcluded)
-				return fmt.Errorf("breaker %s: waiting for one of the tenant's %d backend slots: %w", scopeName(g.name, tc.tenant), cap(tc.slots), context.Cause(ctx))
+	// A wait for a slot, and a wait that ends without one, are not the
+	// backend's doing: both breakers leave such a call uncounted.
+	var started time.Time
+	if g.lim != nil {
+		if started, err = g.lim.acquire(ctx, tc.tenant, gen.settings, g.r.now); err != nil {
+			doneT(markExcluded)
+			doneB(markExcluded)
+			if span != nil {
+				span.SetAttributes(attrDecision.String("busy"))
 			}
+			return err
 		}
-		defer func() { <-tc.slots }()
+	}
+	sampled := false
+	release := func(now time.Time) {
+		if g.lim != nil {
+			g.lim.release(tc.tenant, started, now, sampled, gen.settings)
+		}
 	}
 	if err := ctx.Err(); err != nil { // the caller is gone: nothing to learn
+		release(time.Time{})
 		doneT(markExcluded)
 		doneB(markExcluded)
 		return err
@@ -522,6 +554,7 @@ func (g *guard) guarded(ctx context.Context, call upstream.Call, next func(conte
 	finished := false
 	defer func() {
 		if !finished { // next panicked: a failure for both; the panic goes on
+			release(time.Time{})
 			doneT(markFailure)
 			doneB(gen.backendOutcome(tc.tenant, markFailure, g.r.now()))
 		}
@@ -530,6 +563,8 @@ func (g *guard) guarded(ctx context.Context, call upstream.Call, next func(conte
 	finished = true
 	now := g.r.now()
 	mark := outcome(ctx, err)
+	sampled = mark != markExcluded
+	release(now)
 	tc.hist.record(mark, err, now)
 	doneT(mark)
 	bmark := gen.backendOutcome(tc.tenant, failureKind(mark, err), now)
@@ -555,7 +590,8 @@ func outcome(ctx context.Context, err error) error {
 	switch {
 	case err == nil, upstream.IsAnswer(err):
 		return nil
-	case errors.Is(err, context.Canceled), errors.Is(ctx.Err(), context.Canceled):
+	case errors.Is(err, context.Canceled), errors.Is(ctx.Err(), context.Canceled),
+		errors.Is(err, upstream.ErrBusy): // a local bound inside the backend was full
 		return markExcluded
 	case errors.Is(err, upstream.ErrInternal): // listingproxy's bug: the backend answered
 		return markExcluded

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -211,7 +212,9 @@ func TestBulkhead(t *testing.T) {
 		}
 		return nil
 	})
-	r := breaker.NewRegistry(breaker.Options{Now: newClock().Now}) // share 0.5 of 4: 2 slots
+	// share 0.5 of 4: 2 slots; the hog's third call waits as long as it
+	// takes (the queue timeout has its own test).
+	r := breaker.NewRegistry(breaker.Options{Now: newClock().Now, Settings: breaker.Settings{QueueTimeout: time.Hour}})
 	b := r.Wrap(fb, breaker.Backend{Name: "sql", Limit: 4})
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -249,7 +252,7 @@ func TestBulkhead(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := b.GetProperty(ctx, upstream.Scope{Tenant: "hog"}, 1)
-	if want := "breaker sql/hog: waiting for one of the tenant's 2 backend slots: context canceled"; err == nil || err.Error() != want {
+	if want := "breaker sql/hog: waiting for a backend slot (limit 4, tenant share 2): context canceled"; err == nil || err.Error() != want {
 		t.Errorf("cancelled waiting call = %v, want %q", err, want)
 	}
 	close(release)
@@ -498,7 +501,7 @@ func TestDefaults(t *testing.T) {
 	got := breaker.Settings{}.WithDefaults()
 	want := breaker.Settings{
 		ConsecutiveFailures: 5, MinRequests: 20, Window: 10 * time.Second, OpenFor: 15 * time.Second,
-		HalfOpenProbes: 3, TenantShare: 0.5,
+		HalfOpenProbes: 3, TenantShare: 0.5, QueueTimeout: 500 * time.Millisecond,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -507,5 +510,90 @@ func TestDefaults(t *testing.T) {
 		if s.String() != want {
 			t.Errorf("State(%d) = %q, want %q", s, s, want)
 		}
+	}
+}
+
+// TestBusyCountsAgainstNoBreaker: calls that cannot get a slot within the
+// queue timeout fail fast with a *BusyError (upstream.ErrBusy, with a
+// Retry-After), and no breaker counts them: tenant A saturating its share
+// with slow calls, then being refused again and again, never opens its
+// own breaker nor the backend-wide one, even when tenant B is refused too
+// (two tenants failing would open the backend-wide breaker), and B keeps
+// being answered once it has a slot. An upstream.ErrBusy from inside the
+// backend (a full decode budget) is not counted either.
+func TestBusyCountsAgainstNoBreaker(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan string, 4)
+	var blockB, innerBusy atomic.Bool
+	fb := newFake(func(ctx context.Context, tenant string) error {
+		if innerBusy.Load() {
+			return fmt.Errorf("crm: list properties au: waiting for decode budget: %w", upstream.ErrBusy)
+		}
+		if tenant == "a" || blockB.Load() {
+			entered <- tenant
+			<-release
+		}
+		return nil
+	})
+	// Limit 2, share 0.5: one slot each. The queue timeout is 1ns: a call
+	// that finds no free slot is refused when its timer fires, and no slot
+	// frees up here before release, so the outcome is the same on any
+	// machine.
+	r := breaker.NewRegistry(breaker.Options{Settings: breaker.Settings{ConsecutiveFailures: 1, QueueTimeout: time.Nanosecond}})
+	b := r.Wrap(fb, breaker.Backend{Name: "crm", Limit: 2, Tenants: []string{"a", "b"}})
+	busy := func(tenant string) {
+		t.Helper()
+		err := list(b, tenant)
+		var be *breaker.BusyError
+		if !errors.As(err, &be) || !errors.Is(err, upstream.ErrBusy) || be.RetryAfter() != time.Second || be.Tenant != tenant {
+			t.Fatalf("call of %s without a free slot = %v, want a *BusyError for it matching upstream.ErrBusy with Retry-After 1s", tenant, err)
+		}
+	}
+	allClosed := func(when string) {
+		t.Helper()
+		if got, want := states(r), map[string]string{"crm": "closed", "crm/a": "closed", "crm/b": "closed"}; !cmp.Equal(got, want) {
+			t.Fatalf("%s: states %v, want all closed", when, got)
+		}
+	}
+	held := make(chan error, 2)
+	go func() { held <- list(b, "a") }()
+	<-entered
+	for range 10 { // A at its share: each further call refused at once
+		busy("a")
+	}
+	if err := list(b, "b"); err != nil { // B is not held up by A
+		t.Fatalf("other tenant beside a saturated one = %v", err)
+	}
+	allClosed("one tenant refused")
+	blockB.Store(true)
+	go func() { held <- list(b, "b") }()
+	<-entered
+	for range 10 { // the backend full: both tenants refused
+		busy("a")
+		busy("b")
+	}
+	allClosed("two tenants refused")
+	if l := r.Limits(); len(l) != 1 || l[0].Refusals[breaker.RefusedQueueTimeout] != 30 || l[0].InFlight != 2 || l[0].Limit != 2 {
+		t.Errorf("limits %+v, want 30 refusals by queue timeout, 2 of 2 in flight", l)
+	}
+	close(release)
+	for range 2 {
+		if err := <-held; err != nil {
+			t.Fatalf("held call = %v", err)
+		}
+	}
+	innerBusy.Store(true)
+	for range 10 {
+		for _, tenant := range []string{"a", "b"} {
+			if err := list(b, tenant); !errors.Is(err, upstream.ErrBusy) {
+				t.Fatalf("call with a busy backend = %v, want upstream.ErrBusy", err)
+			}
+		}
+	}
+	allClosed("the backend's own bound full")
+	innerBusy.Store(false)
+	blockB.Store(false)
+	if err := list(b, "b"); err != nil {
+		t.Errorf("B after the refusals = %v", err)
 	}
 }

@@ -26,6 +26,7 @@ func TestDocumentedBreakerDefaults(t *testing.T) {
 		"breaker.open_for":         d.OpenFor.String(),
 		"breaker.half_open_probes": itoa(d.HalfOpenProbes),
 		"breaker.tenant_share":     strconv.FormatFloat(d.TenantShare, 'g', -1, 64),
+		"breaker.queue_timeout":    d.QueueTimeout.String(),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("docs/configuration.md breaker defaults (-package +docs):\n%s", diff)

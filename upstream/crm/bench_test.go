@@ -52,7 +52,7 @@ func BenchmarkDecodeShapes(b *testing.B) {
 						runtime.ReadMemStats(&ms)
 						base = ms.HeapAlloc
 					}
-					d := newBoundedDecoder(b.Context(), bytes.NewReader(sh.body), lim)
+					d := newBoundedDecoder(b.Context(), bytes.NewReader(sh.body), lim, nil)
 					props, err := wire.ReadPropertyList(d, time.UTC, true, 1<<30, wire.ReadOptions{Keep: keep})
 					if err != nil {
 						b.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"listingproxy/upstream"
 	"listingproxy/wire"
 )
 
@@ -52,6 +53,9 @@ type boundedReader struct {
 	n   int64 // bytes read so far
 	max int64
 	err error // the first error of r other than io.EOF
+	// grant, when not nil, holds the bytes of the decode budget this
+	// answer uses: each read first makes sure its bytes are granted.
+	grant *grant
 }
 
 func (b *boundedReader) Read(p []byte) (int, error) {
@@ -63,6 +67,11 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 	}
 	if left := b.max + 1 - b.n; int64(len(p)) > left {
 		p = p[:left] // one byte past the cap is enough to know
+	}
+	if b.grant != nil {
+		if err := b.grant.cover(b.ctx, b.n+int64(len(p))); err != nil {
+			return 0, err
+		}
 	}
 	n, err := b.r.Read(p)
 	b.n += int64(n)
@@ -92,9 +101,10 @@ type boundedDecoder struct {
 	tokens   int
 }
 
-// newBoundedDecoder decodes r within lim until ctx is done.
-func newBoundedDecoder(ctx context.Context, r io.Reader, lim limits) *boundedDecoder {
-	body := &boundedReader{ctx: ctx, r: r, max: lim.maxBytes}
+// newBoundedDecoder decodes r within lim until ctx is done; g, when not
+// nil, is the answer's share of the decode budget.
+func newBoundedDecoder(ctx context.Context, r io.Reader, lim limits, g *grant) *boundedDecoder {
+	body := &boundedReader{ctx: ctx, r: r, max: lim.maxBytes, grant: g}
 	text := &utf8Repair{r: body}
 	rec := wire.NewRecorder(text)
 	dec := xml.NewDecoder(rec) // a ByteReader: read directly, so offsets are rec's
@@ -159,7 +169,7 @@ func (d *boundedDecoder) explain(err error) error {
 	switch {
 	case err == io.EOF:
 		return io.EOF
-	case errors.Is(err, errTooLarge), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, errTooLarge), errors.Is(err, upstream.ErrBusy), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	case d.body.err != nil:
 		return d.body.err

@@ -191,7 +191,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 func TestDecoderStopsAtItsDeadline(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	body := "<properties>" + strings.Repeat("<x/>", 100_000) + "</properties>"
-	d := newBoundedDecoder(ctx, strings.NewReader(body), limits{maxBytes: 1 << 30, maxElements: 1 << 30, maxDepth: 64})
+	d := newBoundedDecoder(ctx, strings.NewReader(body), limits{maxBytes: 1 << 30, maxElements: 1 << 30, maxDepth: 64}, nil)
 	if _, err := d.Token(); err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 // Defaults of Options.
 const (
 	DefaultTimeout            = 3 * time.Second
-	DefaultMaxConcurrency     = 16
+	DefaultMaxConcurrency     = 256
 	DefaultMaxBodyBytes       = 16 << 20
 	DefaultHydrateConcurrency = 8
 	DefaultDocTTL             = 60 * time.Second
@@ -94,12 +94,24 @@ type Options struct {
 	// Timeout bounds each upstream call, from waiting for a concurrency slot
 	// to reading the last byte of the body. Default DefaultTimeout (3s).
 	Timeout time.Duration
-	// MaxConcurrency caps concurrent upstream calls across the Client.
-	// Default DefaultMaxConcurrency (16).
+	// MaxConcurrency caps concurrent upstream calls across the Client, a
+	// hydration's document fetches included. A call that gets no slot
+	// within Timeout fails with upstream.ErrBusy. It is a ceiling, not the
+	// working bound: cmd puts an adaptive limit below it
+	// (upstream/breaker), which follows the CRM's latency. Default
+	// DefaultMaxConcurrency (256).
 	MaxConcurrency int
 	// MaxBodyBytes caps the size of one (decompressed) response body.
 	// Default DefaultMaxBodyBytes (16 MiB).
 	MaxBodyBytes int64
+	// MaxDecodingBytes bounds the bytes of answers being decoded at once,
+	// across the Client: what bounds the memory of decoding, since one
+	// answer's is proportional to its bytes. Each answer's bytes are
+	// granted as they are read (at once from a Content-Length); a grant
+	// that cannot be had within Timeout fails the call with
+	// upstream.ErrBusy. It must be at least MaxBodyBytes. Default the
+	// larger of DefaultMaxDecodingBytes (64 MiB) and MaxBodyBytes.
+	MaxDecodingBytes int64
 	// MaxElements caps the XML elements of one answer, kept or skipped; an
 	// answer with more is a failure. Default DefaultMaxElements (100,000).
 	MaxElements int
@@ -146,6 +158,7 @@ type Client struct {
 	creds       map[string]Credential
 	timeout     time.Duration
 	sem         chan struct{}
+	budget      *budget
 	maxBody     int64
 	limits      limits
 	hydrate     HydrateMode
@@ -199,6 +212,11 @@ func New(o Options) (*Client, error) {
 	}
 	if o.MaxBodyBytes < 0 {
 		bad("MaxBodyBytes %d: must not be negative", o.MaxBodyBytes)
+	}
+	if o.MaxDecodingBytes < 0 {
+		bad("MaxDecodingBytes %d: must not be negative", o.MaxDecodingBytes)
+	} else if o.MaxDecodingBytes > 0 && o.MaxDecodingBytes < orDefault(o.MaxBodyBytes, DefaultMaxBodyBytes) {
+		bad("MaxDecodingBytes %d: must be at least MaxBodyBytes (%d), or an answer of the largest size could never be decoded", o.MaxDecodingBytes, orDefault(o.MaxBodyBytes, DefaultMaxBodyBytes))
 	}
 	if o.MaxElements < 0 {
 		bad("MaxElements %d: must not be negative", o.MaxElements)
@@ -260,6 +278,7 @@ func New(o Options) (*Client, error) {
 	c.base.RawPath = ""
 	maxConc := orDefault(o.MaxConcurrency, DefaultMaxConcurrency)
 	c.sem = make(chan struct{}, maxConc)
+	c.budget = newBudget(orDefault(o.MaxDecodingBytes, max(DefaultMaxDecodingBytes, c.maxBody)))
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -308,11 +327,17 @@ func (c *Client) Close() {
 
 // Stats are counters since the Client was created.
 type Stats struct {
-	Calls      int64 // upstream HTTP calls started
-	DocHits    int64 // property documents reused from the cache by hydration
-	DocFetches int64 // property documents fetched by hydration (after single-flight)
-	Hydrations int64 // full-detail lists answered by hydration
-	FullLists  int64 // full-detail lists answered by one detail=full call
+	Calls    int64 // upstream HTTP calls started
+	InFlight int64 // upstream calls holding one of MaxConcurrency slots now
+	// DecodingBytes is the decode budget granted now (answer bytes being
+	// decoded), of Options.MaxDecodingBytes; BudgetWaits counts the grants
+	// that had to wait for room.
+	DecodingBytes int64
+	BudgetWaits   int64
+	DocHits       int64 // property documents reused from the cache by hydration
+	DocFetches    int64 // property documents fetched by hydration (after single-flight)
+	Hydrations    int64 // full-detail lists answered by hydration
+	FullLists     int64 // full-detail lists answered by one detail=full call
 
 	// Tolerated flaws of answers that were served anyway (each also logged).
 	BadValues   int64 // values that could not be read (the record was kept without them, or dropped without an id)
@@ -327,7 +352,12 @@ type Stats struct {
 // Stats returns the Client's counters.
 func (c *Client) Stats() Stats {
 	return Stats{
-		Calls:      c.stats.calls.Load(),
+		Calls:    c.stats.calls.Load(),
+		InFlight: int64(len(c.sem)),
+
+		DecodingBytes: c.budget.inUse.Load(),
+		BudgetWaits:   c.budget.waits.Load(),
+
 		DocHits:    c.stats.docHits.Load(),
 		DocFetches: c.stats.docFetches.Load(),
 		Hydrations: c.stats.hydrations.Load(),

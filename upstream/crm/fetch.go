@@ -43,11 +43,13 @@ type NotFoundError = wire.NotFoundError
 const drainBytes = 8 << 10
 
 // call makes GET {base}/{country}/{path...}?{q} for the scope's tenant
-// within Timeout and one concurrency slot, and hands the body of a 200 XML
-// answer to decode as a boundedDecoder. The body is decoded as it arrives,
-// while the slot is held and within the call's deadline, so MaxConcurrency
-// bounds the memory of parsing as well as of reading, and a slow or
-// oversized answer stops at its limit. Errors are unprefixed.
+// within Timeout and one of MaxConcurrency slots, and hands the body of a
+// 200 XML answer to decode as a boundedDecoder. The body is decoded as it
+// arrives, within the call's deadline, its bytes granted from the decode
+// budget (MaxDecodingBytes) as they are read, so the budget bounds the
+// memory of parsing as well as of reading, and a slow or oversized answer
+// stops at its limit. A wait for a slot or for budget that ends with the
+// call's Timeout is upstream.ErrBusy, not a failure. Errors are unprefixed.
 func (c *Client) call(ctx context.Context, s upstream.Scope, q url.Values, path []string, decode func(*boundedDecoder) error) (err error) {
 	cred, ok := c.creds[s.Tenant]
 	if !ok {
@@ -88,7 +90,10 @@ func (c *Client) call(ctx context.Context, s upstream.Scope, q url.Values, path 
 	case c.sem <- struct{}{}:
 		defer func() { <-c.sem }()
 	case <-callCtx.Done():
-		return failed("waiting for a slot: ", callCtx.Err())
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fmt.Errorf("waiting for one of %d slots for %s: %w", cap(c.sem), c.timeout, upstream.ErrBusy)
 	}
 
 	req, err := http.NewRequestWithContext(callCtx, http.MethodGet, u.String(), nil)
@@ -125,14 +130,28 @@ func (c *Client) call(ctx context.Context, s upstream.Scope, q url.Values, path 
 		// Refused before reading a byte.
 		return fmt.Errorf("%w of %d bytes (Content-Length %d)", errTooLarge, c.maxBody, resp.ContentLength)
 	}
+	g := &grant{b: c.budget}
+	defer g.release()
+	if resp.ContentLength > 0 { // all of it at once: no partial grant waits for more
+		g.known = resp.ContentLength + 1
+		if err := g.cover(callCtx, g.known); err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return ctxErr
+			}
+			return err
+		}
+	}
 	// A legacy script often sends XML with its language's default content
 	// type (PHP: text/html). The document decides: a well-formed answer of
 	// the right root is served (and the label counted); anything else fails
 	// as a document would, naming the content type too.
 	ct := resp.Header.Get("Content-Type")
 	mislabelled := ct != "" && !isXML(ct)
-	d := newBoundedDecoder(callCtx, resp.Body, c.limits)
+	d := newBoundedDecoder(callCtx, resp.Body, c.limits, g)
 	if err := c.decodeSafely(s, u.Path, d, decode); err != nil {
+		if errors.Is(err, upstream.ErrBusy) && ctx.Err() == nil {
+			return err
+		}
 		if errors.Is(err, upstream.ErrInternal) {
 			return err
 		}
