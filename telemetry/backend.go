@@ -39,7 +39,7 @@ func InstrumentBackend(b upstream.Backend, o BackendOptions) upstream.Backend {
 	if o.Metrics != nil {
 		for _, op := range upstream.Ops {
 			ib.obs[op] = o.Metrics.BackendDuration.WithLabelValues(o.Name, op.String())
-			for _, reason := range []string{"timeout", "canceled", "error", "internal"} {
+			for _, reason := range []string{"timeout", "canceled", "error", "internal", "busy"} {
 				o.Metrics.BackendErrors.WithLabelValues(o.Name, op.String(), reason) // exported at 0 from the start
 			}
 		}
@@ -99,6 +99,8 @@ func failure(err error) string {
 		return "canceled"
 	case errors.Is(err, upstream.ErrInternal):
 		return "internal"
+	case errors.Is(err, upstream.ErrBusy): // a bound of the adapter's own (the CRM's decode budget) was full
+		return "busy"
 	}
 	return "error"
 }

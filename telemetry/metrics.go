@@ -86,7 +86,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"backend", "operation"}),
 		BackendErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "listingproxy_backend_errors_total",
-			Help: "Failed backend calls, by backend, operation and reason (timeout, canceled, error).",
+			Help: "Failed backend calls, by backend, operation and reason (timeout, canceled, error, internal: listingproxy's own bug, busy: a bound of the adapter's own was full, such as the CRM's decode budget).",
 		}, []string{"backend", "operation", "reason"}),
 		BreakerTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "listingproxy_breaker_transitions_total",

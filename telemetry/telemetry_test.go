@@ -194,6 +194,7 @@ func TestInstrumentBackend(t *testing.T) {
 		{"canceled", "canceled", context.Canceled},
 		{"failure", "error", errors.New("connection refused")},
 		{"listingproxy's own bug", "internal", fmt.Errorf("%w: reading: panic: x", upstream.ErrInternal)},
+		{"a bound of the adapter's own full", "busy", fmt.Errorf("crm: get agent: waiting for decode budget: %w", upstream.ErrBusy)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
