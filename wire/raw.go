@@ -173,12 +173,16 @@ func onlySpace(b []byte) bool {
 
 // keptProlog returns the prolog as written when it may be written again
 // before a UTF-8 document: a declaration of UTF-8 (or of no encoding) or
-// none, comments and whitespace; else nil.
+// none, comments and whitespace; else nil. A byte order mark, and
+// whitespace before the declaration, are dropped.
 func keptProlog(b []byte) []byte {
 	if b == nil {
 		return nil
 	}
 	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) // a byte order mark: written again after a declaration would be malformed
+	if t := bytes.TrimLeft(b, " \t\r\n"); bytes.HasPrefix(t, []byte("<?xml")) {
+		b = t // whitespace before the declaration: kept, our declaration would be written before it, a second one
+	}
 	if bytes.HasPrefix(b, []byte("<?xml")) {
 		end := bytes.Index(b, []byte("?>"))
 		if end < 0 {

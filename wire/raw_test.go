@@ -224,3 +224,30 @@ func TestRecorderGoneAfterDeclaration(t *testing.T) {
 		t.Errorf("document: %s", got)
 	}
 }
+
+// TestOneDeclaration: whitespace or a byte order mark before the legacy's
+// declaration never makes a second declaration (nor a declaration that is
+// not the first bytes) in what is sent, for a list and a single record.
+func TestOneDeclaration(t *testing.T) {
+	full := Options{Detail: normalize.Full, Prices: true, Unknown: true}
+	const decl = `<?xml version="1.0" encoding="UTF-8"?>`
+	const rec = "<property id=\"1\" last_updated=\"Tue Nov 3 09:05:00 +1000 2026\"><suburb>Bondi</suburb></property>"
+	for _, lead := range []string{"", "\n", "  \r\n\t", "\xef\xbb\xbf", "\xef\xbb\xbf\n "} {
+		list := lead + decl + "\n<!-- c -->\n<properties count=\"1\">\n  " + rec + "\n</properties>\n"
+		ps := readRawList(t, list)
+		wantList := decl + "\n<!-- c -->\n<properties count=\"1\">\n  " + rec + "\n</properties>\n"
+		if got := string(AppendPropertyList(nil, XML, ps, full)); got != wantList {
+			t.Errorf("list after %q (-want +got):\n%s", lead, cmp.Diff(wantList, got))
+		}
+		p, err := ReadProperty(NewRawDecoder(strings.NewReader(lead+decl+"\n"+rec+"\n")), time.UTC, ReadOptions{Keep: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range []Options{full, {Detail: normalize.Full}} {
+			got := string(AppendProperty(nil, XML, &p, o))
+			if !strings.HasPrefix(got, decl+"\n") || strings.Count(got, "<?xml") != 1 {
+				t.Errorf("single after %q, unknown %v: want one declaration first:\n%s", lead, o.Unknown, got)
+			}
+		}
+	}
+}

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/text/encoding/charmap"
+
 	"listingproxy/normalize"
 	"listingproxy/wire"
 )
@@ -29,14 +32,27 @@ const latin1Record = "<property id=\"21\" last_updated=\"Tue Nov 03 10:00:00 +13
 // (ISO-8859-1, Windows-1252, with and without a byte order mark) is served
 // through pass-through, as a list, a single property and a hydrated list,
 // decoded to UTF-8: every letter as the charset means it, in the XML and
-// the JSON, and nothing panics.
+// the JSON, and nothing panics. For a caller with the upstream user's
+// permissions, the list and the single document are the legacy's bytes
+// decoded, byte for byte (entities, CDATA, layout as written), the
+// declaration naming UTF-8.
 func TestDeclaredCharsets(t *testing.T) {
-	for _, cs := range []struct{ name, euro string }{
-		{"ISO-8859-1", "\u0080"},
-		{"windows-1252", "€"},
-		{"latin1", "\u0080"},
-		{"cp1252", "€"},
+	for _, cs := range []struct {
+		name, euro string
+		enc        *charmap.Charmap
+	}{
+		{"ISO-8859-1", "\u0080", charmap.ISO8859_1},
+		{"windows-1252", "€", charmap.Windows1252},
+		{"latin1", "\u0080", charmap.ISO8859_1},
+		{"cp1252", "€", charmap.Windows1252},
 	} {
+		decoded, err := cs.enc.NewDecoder().String(latin1Record)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const utf8Decl = `<?xml version="1.0" encoding="UTF-8"?>` + "\n"
+		wantSingle := utf8Decl + decoded + "\n"
+		wantList := utf8Decl + "<properties count=\"1\">\n  " + decoded + "\n</properties>\n"
 		for _, bom := range []string{"", "\xef\xbb\xbf"} {
 			decl := bom + `<?xml version="1.0" encoding="` + cs.name + `"?>` + "\n"
 			f := newFakeCRM(t, func(w http.ResponseWriter, r *http.Request, user string) {
@@ -65,6 +81,12 @@ func TestDeclaredCharsets(t *testing.T) {
 					ps, err := c.listProperties(t.Context(), harbourNZ, url.Values{"detail": {"full"}}, normalize.Full, "k")
 					if err != nil {
 						t.Fatalf("list: %v", err)
+					}
+					if got := string(wire.AppendProperty(nil, wire.XML, &p, o)); got != wantSingle {
+						t.Errorf("single, as written (-want +got):\n%s", cmp.Diff(wantSingle, got))
+					}
+					if got := string(wire.AppendPropertyList(nil, wire.XML, ps, o)); got != wantList && mode == HydrateNever {
+						t.Errorf("list, as written (-want +got):\n%s", cmp.Diff(wantList, got))
 					}
 					wants := []string{"7 Café Street", cs.euro + "650,000 © Café", "Near the café"}
 					for _, doc := range []struct {

@@ -177,8 +177,8 @@ type Client struct {
 
 	stats struct {
 		calls, docHits, docFetches, hydrations, fullLists atomic.Int64
-		badValues, mislabelled, repaired                  atomic.Int64
-		panics                                            atomic.Int64
+		badValues, mislabelled, repaired, xml11           atomic.Int64
+		transcoded, panics                                atomic.Int64
 	}
 }
 
@@ -343,6 +343,11 @@ type Stats struct {
 	BadValues   int64 // values that could not be read (the record was kept without them, or dropped without an id)
 	Mislabelled int64 // well-formed answers with a content type other than XML (text/html...)
 	Repaired    int64 // answers with bytes that were not UTF-8, read as Windows-1252
+	XML11       int64 // answers declaring XML 1.1, read as XML 1.0
+
+	// Transcoded counts answers in another encoding than UTF-8 (a declared
+	// ISO-8859-1 or Windows-1252, UTF-16), decoded to UTF-8.
+	Transcoded int64
 
 	// Panics counts answers whose reading panicked: listingproxy's bug,
 	// each logged with its stack; the call fails with upstream.ErrInternal.
@@ -366,6 +371,8 @@ func (c *Client) Stats() Stats {
 		BadValues:   c.stats.badValues.Load(),
 		Mislabelled: c.stats.mislabelled.Load(),
 		Repaired:    c.stats.repaired.Load(),
+		XML11:       c.stats.xml11.Load(),
+		Transcoded:  c.stats.transcoded.Load(),
 
 		Panics: c.stats.panics.Load(),
 	}

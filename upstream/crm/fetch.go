@@ -171,6 +171,13 @@ func (c *Client) call(ctx context.Context, s upstream.Scope, q url.Values, path 
 		c.stats.repaired.Add(1)
 		c.log.Warn("crm: answer with bytes that are not UTF-8, read as Windows-1252", "tenant", s.Tenant, "path", u.Path)
 	}
+	if d.text.transcoded != "" {
+		c.stats.transcoded.Add(1)
+	}
+	if d.text.xml11 {
+		c.stats.xml11.Add(1)
+		c.log.Warn("crm: answer declaring XML 1.1, read as XML 1.0", "tenant", s.Tenant, "path", u.Path)
+	}
 	return nil
 }
 
@@ -217,18 +224,17 @@ func isXML(ct string) bool {
 	return mt == "application/xml" || mt == "text/xml" || strings.HasSuffix(mt, "+xml")
 }
 
-// charsetReader decodes the single-byte charsets a legacy endpoint is likely
-// to declare; UTF-8 passes through.
+// charsetReader is the decoder's CharsetReader, for a declaration that
+// utf8Repair did not rewrite (one longer than declMax): it decodes the
+// single-byte charsets of decoderOf; UTF-8 passes through; anything else
+// (UTF-16 named in bytes that are not, an unknown name) is refused.
 func charsetReader(charset string, input io.Reader) (io.Reader, error) {
-	switch strings.ToLower(strings.TrimSpace(charset)) {
-	case "", "utf-8", "utf8", "us-ascii", "ascii":
+	enc := strings.ToLower(strings.TrimSpace(charset))
+	if isUTF8(enc) {
 		return input, nil
-	case "iso-8859-1", "iso8859-1", "iso_8859-1", "latin1", "latin-1", "l1":
-		return charmap.ISO8859_1.NewDecoder().Reader(input), nil
-	case "iso-8859-15", "latin-9", "latin9":
-		return charmap.ISO8859_15.NewDecoder().Reader(input), nil
-	case "windows-1252", "cp1252":
-		return charmap.Windows1252.NewDecoder().Reader(input), nil
+	}
+	if e, ok := decoderOf(enc).(*charmap.Charmap); ok {
+		return e.NewDecoder().Reader(input), nil
 	}
 	return nil, fmt.Errorf("unsupported charset %q", charset)
 }

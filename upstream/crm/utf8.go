@@ -3,35 +3,58 @@ package crm
 import (
 	"bytes"
 	"io"
+	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/charmap"
+	"golang.org/x/text/encoding/unicode"
+	"golang.org/x/text/transform"
 )
 
-// utf8Repair passes a UTF-8 document through, except that a byte which is
-// not part of valid UTF-8 is read as Windows-1252 (a superset of Latin-1
-// for printable text): a legacy script that declares UTF-8, or nothing,
-// and writes one Latin-1 "é" would otherwise fail the whole answer as
-// malformed XML. A document that declares another encoding in its XML
-// declaration is passed through untouched (the decoder's CharsetReader
-// decodes it); so is any whose declaration is not complete in the first
-// read, which for an HTTP body is never the case in practice.
+// utf8Repair turns a legacy answer into the UTF-8 document the decoder and
+// the wire.Recorder above it read, so that records are kept as written
+// (docs/wire-format.md) whatever the legacy's encoding:
 //
-// It keeps at most one chunk of its source plus three bytes of an
-// incomplete sequence, so it adds nothing to the memory bound of an answer;
-// it reads below the size cap, so the cap counts the bytes as sent.
+//   - A UTF-8 document (declared so, or undeclared) passes through, except
+//     that a byte which is not part of valid UTF-8 is read as Windows-1252
+//     (a superset of Latin-1 for printable text): a legacy script that
+//     writes one Latin-1 "é" would otherwise fail the whole answer as
+//     malformed XML (repaired).
+//   - A document declaring a single-byte charset the CRM is known to use
+//     (ISO-8859-1, ISO-8859-15, Windows-1252 and their aliases), or in
+//     UTF-16 (by its byte order mark, or by "<?" in UTF-16 without one), is
+//     decoded to UTF-8 (transcoded).
+//   - Its XML declaration is then rewritten to say what follows: encoding
+//     "UTF-8" for a transcoded document, version "1.0" for one declaring
+//     XML 1.1 (read as 1.0: the characters 1.1 allows beyond 1.0, control
+//     characters as references, still fail as malformed); a byte order
+//     mark or whitespace before it is dropped (either would make the
+//     declaration the proxy writes again not the document's first bytes).
+//   - A document declaring any other encoding passes through untouched,
+//     and the decoder's CharsetReader refuses it ("unsupported charset").
+//
+// It keeps at most one chunk of its source (and the head it sniffs, up to
+// declMax bytes) plus three bytes of an incomplete sequence, so it adds
+// nothing to the memory bound of an answer; it reads below the size cap,
+// so the cap counts the bytes as sent.
 type utf8Repair struct {
-	r        io.Reader
-	buf      [4096]byte
-	pending  []byte // the tail of a chunk: an incomplete sequence
-	out      []byte // converted, not yet returned
-	started  bool
-	off      bool // another encoding is declared
-	repaired bool // some byte was not UTF-8
-	err      error
+	r          io.Reader
+	buf        [4096]byte
+	pending    []byte // the tail of a chunk: an incomplete sequence
+	out        []byte // converted, not yet returned
+	started    bool
+	off        bool   // no repair: transcoded, or an unsupported encoding declared
+	repaired   bool   // some byte was not UTF-8
+	transcoded string // the encoding decoded to UTF-8, or ""
+	xml11      bool   // an XML 1.1 declaration, read as 1.0
+	err        error
 }
 
 func (u *utf8Repair) Read(p []byte) (int, error) {
+	if !u.started {
+		u.start()
+	}
 	for len(u.out) == 0 {
 		if u.err != nil {
 			if len(u.pending) > 0 { // a sequence cut by the end
@@ -46,23 +69,58 @@ func (u *utf8Repair) Read(p []byte) (int, error) {
 		chunk := u.buf[:len(u.pending)+n]
 		u.pending = nil
 		u.err = err
-		if !u.started {
-			other, decided := declaresOther(chunk)
-			if !decided && u.err == nil && len(chunk) < declMax {
-				u.pending = append([]byte(nil), chunk...) // wait for more of the declaration
-				continue
-			}
-			u.started, u.off = true, other
-		}
-		if u.off || utf8.Valid(chunk) { // valid as a whole: nothing cut at its end
-			u.out = chunk
-			continue
-		}
-		u.out = u.convert(nil, chunk, u.err != nil)
+		u.out = u.repair(chunk, u.err != nil)
 	}
 	n := copy(p, u.out)
 	u.out = u.out[n:]
 	return n, nil
+}
+
+// repair returns chunk, repaired unless off.
+func (u *utf8Repair) repair(chunk []byte, final bool) []byte {
+	if u.off || utf8.Valid(chunk) { // valid as a whole: nothing cut at its end
+		return chunk
+	}
+	return u.convert(nil, chunk, final)
+}
+
+// start reads the head of the document, decides its encoding, puts a
+// decoder between the source and Read when it is not UTF-8, and queues the
+// head (decoded, its declaration rewritten) as the first bytes to return.
+// Read errors are left to Read: the source gives them again.
+func (u *utf8Repair) start() {
+	u.started = true
+	head := u.head(u.r, func(h []byte) bool { _, decided := sniff(h); return decided })
+	enc, _ := sniff(head)
+	if !strings.HasPrefix(enc, "utf-16") {
+		head = bytes.TrimPrefix(head, []byte(utf8BOM)) // before a single-byte charset's declaration: not one of its letters
+	}
+	src := io.MultiReader(bytes.NewReader(head), u.r)
+	switch e := decoderOf(enc); {
+	case e != nil:
+		u.r = transform.NewReader(src, e.NewDecoder())
+		u.transcoded, u.off = enc, true
+		head = u.head(u.r, declComplete)
+	case isUTF8(enc): // the head is queued below, the rest read from u.r
+	default: // unsupported: the decoder names it
+		u.r, u.off = src, true
+		return
+	}
+	head, u.xml11 = rewriteDecl(head, u.transcoded != "")
+	u.out = u.repair(head, false)
+}
+
+// head reads r until enough reports true, declMax bytes are read, or r
+// fails, and returns what it read.
+func (u *utf8Repair) head(r io.Reader, enough func([]byte) bool) []byte {
+	var h []byte
+	for {
+		n, err := r.Read(u.buf[:])
+		h = append(h, u.buf[:n]...)
+		if err != nil || len(h) >= declMax || enough(h) {
+			return h
+		}
+	}
 }
 
 // convert appends chunk to dst with every byte outside valid UTF-8 read as
@@ -90,35 +148,129 @@ func (u *utf8Repair) convert(dst, chunk []byte, final bool) []byte {
 // declMax is how far into a document its XML declaration is looked for.
 const declMax = 512
 
-// declaresOther reports whether the document starting with head declares
-// an encoding other than UTF-8 (or ASCII); decided is false while head is
-// too short to tell. An unfinished declaration counts as another encoding
-// (nothing is repaired).
-func declaresOther(head []byte) (other, decided bool) {
-	s := bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n")
+const utf8BOM = "\xef\xbb\xbf"
+
+// sniff returns the encoding of the document starting with head, lower
+// case: "utf-16be" or "utf-16le" by a byte order mark or by "<?" in
+// UTF-16, else the encoding its XML declaration names, else "" (UTF-8).
+// decided is false while head is too short to tell. An unfinished
+// declaration names an encoding of its own ("?").
+func sniff(head []byte) (enc string, decided bool) {
+	for _, u := range []struct{ enc, prefix string }{
+		{"utf-16be", "\xfe\xff"}, {"utf-16le", "\xff\xfe"}, {"utf-16be", "\x00<\x00?"}, {"utf-16le", "<\x00?\x00"},
+	} {
+		switch {
+		case bytes.HasPrefix(head, []byte(u.prefix)):
+			return u.enc, true
+		case len(head) < len(u.prefix) && bytes.HasPrefix([]byte(u.prefix), head):
+			return "", false
+		}
+	}
+	if len(head) < len(utf8BOM) && bytes.HasPrefix([]byte(utf8BOM), head) {
+		return "", false
+	}
+	s := bytes.TrimLeft(bytes.TrimPrefix(head, []byte(utf8BOM)), " \t\r\n")
 	const open = "<?xml"
 	if len(s) < len(open) {
-		return false, !bytes.HasPrefix([]byte(open), s)
+		return "", !bytes.HasPrefix([]byte(open), s) || len(head) >= declMax
 	}
 	if !bytes.HasPrefix(s, []byte(open)) {
-		return false, true
+		return "", true
 	}
 	decl, _, complete := bytes.Cut(s, []byte("?>"))
 	if !complete {
-		return true, false
+		return "?", len(head) >= declMax
 	}
-	_, enc, ok := bytes.Cut(decl, []byte("encoding"))
-	enc = bytes.TrimLeft(enc, " \t\r\n=")
-	if !ok || len(enc) < 2 {
-		return false, true
+	v, _, ok := pseudoAttr(decl, "encoding")
+	if !ok {
+		return "", true
 	}
-	end := bytes.IndexByte(enc[1:], enc[0])
+	return strings.ToLower(strings.TrimSpace(string(v))), true
+}
+
+// declComplete reports whether head holds a whole XML declaration, or
+// cannot start with one.
+func declComplete(head []byte) bool {
+	s := bytes.TrimLeft(bytes.TrimPrefix(head, []byte(utf8BOM)), " \t\r\n")
+	if len(s) < len("<?xml") {
+		return !bytes.HasPrefix([]byte("<?xml"), s)
+	}
+	return !bytes.HasPrefix(s, []byte("<?xml")) || bytes.Contains(s, []byte("?>"))
+}
+
+// pseudoAttr finds name="value" (or single quotes) in an XML declaration
+// and returns the value and its offsets in decl.
+func pseudoAttr(decl []byte, name string) (value []byte, at int, ok bool) {
+	i := bytes.Index(decl, []byte(name))
+	if i < 0 {
+		return nil, 0, false
+	}
+	rest := decl[i+len(name):]
+	eq := len(rest) - len(bytes.TrimLeft(rest, " \t\r\n"))
+	if eq >= len(rest) || rest[eq] != '=' {
+		return nil, 0, false
+	}
+	q := eq + 1 + len(rest[eq+1:]) - len(bytes.TrimLeft(rest[eq+1:], " \t\r\n"))
+	if q >= len(rest) || (rest[q] != '"' && rest[q] != '\'') {
+		return nil, 0, false
+	}
+	end := bytes.IndexByte(rest[q+1:], rest[q])
 	if end < 0 {
-		return true, true
+		return nil, 0, false
 	}
-	switch string(bytes.ToLower(enc[1 : 1+end])) {
-	case "utf-8", "utf8", "us-ascii", "ascii":
-		return false, true
+	start := i + len(name) + q + 1
+	return decl[start : start+end], start, true
+}
+
+// rewriteDecl returns head (UTF-8 now) without what precedes its XML
+// declaration (a byte order mark, whitespace), the declaration naming
+// UTF-8 when transcoded and version 1.0 when it said 1.1; and whether it
+// said 1.1. A head without a whole declaration loses only its byte order
+// mark.
+func rewriteDecl(head []byte, transcoded bool) ([]byte, bool) {
+	head = bytes.TrimPrefix(head, []byte(utf8BOM))
+	s := bytes.TrimLeft(head, " \t\r\n")
+	if !bytes.HasPrefix(s, []byte("<?xml")) {
+		return head, false
 	}
-	return true, true
+	end := bytes.Index(s, []byte("?>"))
+	if end < 0 {
+		return head, false
+	}
+	decl := string(s[:end])
+	xml11 := false
+	if v, at, ok := pseudoAttr(s[:end], "version"); ok && string(v) == "1.1" {
+		decl, xml11 = decl[:at]+"1.0"+decl[at+len(v):], true
+	}
+	if v, at, ok := pseudoAttr([]byte(decl), "encoding"); ok && transcoded {
+		decl = decl[:at] + "UTF-8" + decl[at+len(v):]
+	}
+	return append([]byte(decl), s[end:]...), xml11
+}
+
+// isUTF8 reports whether enc (as sniff returns it) is UTF-8 or a subset.
+func isUTF8(enc string) bool {
+	switch enc {
+	case "", "utf-8", "utf8", "us-ascii", "ascii":
+		return true
+	}
+	return false
+}
+
+// decoderOf returns the encoding to decode a document in enc (as sniff
+// returns it) with, or nil for UTF-8 and for encodings not supported.
+func decoderOf(enc string) encoding.Encoding {
+	switch enc {
+	case "utf-16be":
+		return unicode.UTF16(unicode.BigEndian, unicode.UseBOM)
+	case "utf-16le":
+		return unicode.UTF16(unicode.LittleEndian, unicode.UseBOM)
+	case "iso-8859-1", "iso8859-1", "iso_8859-1", "latin1", "latin-1", "l1":
+		return charmap.ISO8859_1
+	case "iso-8859-15", "latin-9", "latin9":
+		return charmap.ISO8859_15
+	case "windows-1252", "cp1252":
+		return charmap.Windows1252
+	}
+	return nil
 }
