@@ -105,11 +105,11 @@ c">7 Café Street</address>
 // or, when its root is a property, as a single property.
 func readLegacy(body []byte) ([]upstream.Property, error) {
 	lim := limits{maxBytes: 1 << 20, maxElements: 10_000, maxDepth: 64}
-	ps, err := wire.ReadPropertyList(newBoundedDecoder(context.Background(), bytes.NewReader(body), lim), time.UTC, true, 100, wire.ReadOptions{Keep: true})
+	ps, err := wire.ReadPropertyList(newBoundedDecoder(context.Background(), bytes.NewReader(body), lim, nil), time.UTC, true, 100, wire.ReadOptions{Keep: true})
 	if err == nil {
 		return ps, nil
 	}
-	p, err := wire.ReadProperty(newBoundedDecoder(context.Background(), bytes.NewReader(body), lim), time.UTC, wire.ReadOptions{Keep: true})
+	p, err := wire.ReadProperty(newBoundedDecoder(context.Background(), bytes.NewReader(body), lim, nil), time.UTC, wire.ReadOptions{Keep: true})
 	if err != nil {
 		return nil, err
 	}
