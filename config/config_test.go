@@ -121,6 +121,8 @@ func TestDecodeProblems(t *testing.T) {
 		{"repeated key", "listen: \":80\"\nlisten: \":81\"\n", []string{`c.yaml:4: listen: key "listen" repeated (first at line 3)`}},
 		{"not yaml", "listen: [\n", []string{`c.yaml:3: did not find expected node content`}},
 		{"shared tier without addresses", "cache:\n  shared: {key_prefix: x}\n", []string{`c.yaml:4: cache.shared.addrs: at least one Redis address is required (host:port)`}},
+		{"shared lease not shorter than the fill timeout", "cache:\n  fill_timeout: 4s\n  shared: {addrs: [\"r:6379\"], lease: 4s}\n", []string{
+			`c.yaml:5: cache.shared.lease: 4s: must be shorter than cache.fill_timeout (4s), or a replica waiting on a filler that died reaches its own deadline before it may fill`}},
 		{"shared tier bad values", "cache:\n  shared:\n    addrs: [redis, \"r1:6379\"]\n    db: 2\n    lease: 1h30\n    max_entry_bytes: huge\n    tls: {cert_file: c.pem}\n", []string{
 			`c.yaml:5: cache.shared.addrs[0]: invalid address "redis" (want host:port)`,
 			`c.yaml:6: cache.shared.db: a Redis Cluster has only database 0`,

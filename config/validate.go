@@ -274,6 +274,12 @@ func (c *Config) validate() []problem {
 	}
 	if sh := c.Cache.Shared; sh != nil {
 		validateShared(add, sh)
+		// A waiter must be able to take over a dead filler's lease and
+		// still fill within its own deadline.
+		if fill := cmp.Or(c.Cache.FillTimeout.D(), cache.DefaultFillTimeout); sh.Lease.D() >= fill {
+			add("cache.shared.lease", "%s: must be shorter than cache.fill_timeout (%s), or a replica waiting on a filler that died reaches its own deadline before it may fill",
+				sh.Lease.D(), fill)
+		}
 	}
 	for i, tp := range c.Server.TrustedProxies {
 		if _, err := clientip.ParsePrefix(tp); err != nil {

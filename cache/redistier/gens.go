@@ -279,7 +279,7 @@ func (t *Tier) listen(ctx context.Context, ps *redis.PubSub) {
 // filled handles "ID ok", "ID retry" or "ID fail MESSAGE".
 func (t *Tier) filled(payload string) {
 	eid, rest, _ := strings.Cut(payload, " ")
-	var n note
+	n := note{written: rest == "ok"}
 	if msg, ok := strings.CutPrefix(rest, "fail "); ok {
 		n.failed = msg
 		if n.failed == "" {

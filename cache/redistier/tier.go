@@ -29,7 +29,10 @@ const (
 	DefaultKeyPrefix     = "listingproxy:"
 	DefaultMaxEntryBytes = 8 << 20
 	DefaultTimeout       = 50 * time.Millisecond
-	DefaultLease         = 10 * time.Second
+	// DefaultLease is half of cache.DefaultFillTimeout: a replica that
+	// waited on a filler that died takes its lease with time left to
+	// fill.
+	DefaultLease = 5 * time.Second
 	// DefaultBreakerFailures failed operations in a row open the breaker
 	// for DefaultBreakerOpenFor.
 	DefaultBreakerFailures = 5
@@ -47,7 +50,8 @@ type Options struct {
 	MaxEntryBytes int64
 	// Timeout bounds one Redis operation. Default DefaultTimeout (50ms).
 	Timeout time.Duration
-	// Lease is how long a fill lease lasts. Default DefaultLease (10s).
+	// Lease is how long a fill lease lasts; keep it shorter than the
+	// cache's fill timeout. Default DefaultLease (5s).
 	Lease time.Duration
 	// MaxRecords bounds the records of purges by tags kept in Redis;
 	// past it the records closest to expiry are folded into purges of
@@ -124,10 +128,12 @@ type Tier struct {
 	leaseWaits, peerFills, purgesSent, purgesIn atomic.Uint64
 }
 
-// note is what a waiting Claim hears about a fill: done (an entry was
-// written, or the filler dropped its result: claim again) or failed.
+// note is what a waiting Claim hears about a fill: written (an entry was
+// written: read it), failed, or neither (the filler dropped its result or
+// could not write it, or Redis went away: claim again).
 type note struct {
-	failed string // the filler's error; "" when done
+	written bool
+	failed  string // the filler's error
 }
 
 // New returns a Tier on rdb. It subscribes to the fleet's notifications
@@ -316,6 +322,7 @@ return redis.call('GET', KEYS[1])`)
 // process that holds it.
 func (t *Tier) Claim(ctx context.Context, k cache.Key) (*cache.Entry, uint64, error) {
 	eid := id(k)
+	waited := false
 	for {
 		ch := t.register(eid)
 		token := rand.Text()
@@ -344,19 +351,29 @@ func (t *Tier) Claim(ctx context.Context, k cache.Key) (*cache.Entry, uint64, er
 			t.unregister(eid, ch)
 			continue
 		}
-		t.leaseWaits.Add(1)
-		timer := time.NewTimer(left)
+		if !waited {
+			waited = true
+			t.leaseWaits.Add(1)
+		}
+		// Wait for the filler's note, re-checking the lease now and then:
+		// a lease that went without a note reaching us (deleted, or its
+		// holder's release lost) is claimed at the next check rather
+		// than at its expiry.
+		timer := time.NewTimer(min(left, t.recheck()))
 		select {
 		case n := <-ch:
 			timer.Stop()
 			if n.failed != "" {
 				return nil, 0, fmt.Errorf("redistier: the fill on another replica failed: %s", n.failed)
 			}
+			if !n.written {
+				continue // claim again
+			}
 			if e, gen, err := t.get(ctx, k); err == nil && e != nil {
 				t.peerFills.Add(1)
 				return e, gen, nil
 			}
-		case <-timer.C: // the filler died or is slow: its lease has expired
+		case <-timer.C: // re-check the lease: expired, gone, or still held
 			t.unregister(eid, ch)
 		case <-ctx.Done():
 			timer.Stop()
@@ -364,6 +381,12 @@ func (t *Tier) Claim(ctx context.Context, k cache.Key) (*cache.Entry, uint64, er
 			return nil, 0, ctx.Err()
 		}
 	}
+}
+
+// recheck is how often a waiting Claim re-checks the lease it waits on: a
+// fifth of the lease, between 100ms and 1s.
+func (t *Tier) recheck() time.Duration {
+	return min(max(t.lease/5, 100*time.Millisecond), time.Second)
 }
 
 func (t *Tier) register(eid string) chan note {
@@ -457,17 +480,28 @@ func (t *Tier) Set(ctx context.Context, k cache.Key, gen uint64, e *cache.Entry,
 	})
 	if err == nil {
 		t.sets.Add(1)
+		return
 	}
+	// The write failed (or its answer was lost): release the lease if it
+	// is still ours and tell the waiters to claim again, so that they do
+	// not wait out the lease. (If the write did happen, the lease is
+	// gone already and the waiters find the lease free, claim it and
+	// load once more: never more than one call per replica.)
+	t.release(ctx, eid, tok, eid+" retry")
 }
 
 // Abandon implements cache.SecondTier.
 func (t *Tier) Abandon(ctx context.Context, k cache.Key, failed error) {
 	eid := id(k)
-	tok := t.token(eid)
 	msg := eid + " retry"
 	if failed != nil {
 		msg = eid + " fail " + strings.ReplaceAll(failed.Error(), "\n", " ")
 	}
+	t.release(ctx, eid, t.token(eid), msg)
+}
+
+// release drops eid's lease if it is still tok, and publishes msg.
+func (t *Tier) release(ctx context.Context, eid, tok, msg string) {
 	_ = t.do(ctx, "abandon", func(ctx context.Context) error {
 		return releaseScript.Run(ctx, t.rdb, []string{t.leaseKey(eid)}, tok, t.filledCh, msg).Err()
 	})

@@ -16,7 +16,7 @@ import (
 // sharedTier builds the Redis second tier of cache.shared and registers its
 // metrics on reg. The tier is handed to cache.New as both its SecondTier
 // and its Generations; close must run after the cache's Close.
-func sharedTier(sh *config.SharedCache, log *slog.Logger, reg prometheus.Registerer) (t *redistier.Tier, close func(), err error) {
+func sharedTier(sh *config.SharedCache, fill time.Duration, log *slog.Logger, reg prometheus.Registerer) (t *redistier.Tier, close func(), err error) {
 	rdb, err := redistier.Dial(redistier.ClientOptions{
 		Addrs: sh.Addrs, MasterName: sh.MasterName, Username: sh.Username, Password: sh.Password, DB: sh.DB,
 		TLSEnabled: sh.TLS.Enabled, CAFile: sh.TLS.CAFile, CertFile: sh.TLS.CertFile, KeyFile: sh.TLS.KeyFile, ServerName: sh.TLS.ServerName,
@@ -34,8 +34,14 @@ func sharedTier(sh *config.SharedCache, log *slog.Logger, reg prometheus.Registe
 		Help:    "Duration of Redis operations of the shared cache tier, by operation and result (ok, error).",
 		Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .25},
 	}, []string{"op", "result"})
+	// The lease must end before a waiter's own fill deadline (config
+	// checks one that is set): by default at most half of it.
+	lease := sh.Lease.D()
+	if lease == 0 {
+		lease = min(redistier.DefaultLease, fill/2)
+	}
 	t = redistier.New(rdb, redistier.Options{
-		KeyPrefix: sh.KeyPrefix, MaxEntryBytes: int64(sh.MaxEntryBytes), Timeout: sh.Timeout.D(), Lease: sh.Lease.D(),
+		KeyPrefix: sh.KeyPrefix, MaxEntryBytes: int64(sh.MaxEntryBytes), Timeout: sh.Timeout.D(), Lease: lease,
 		Logger: log,
 		Observe: func(op string, d time.Duration, err error) {
 			result := "ok"

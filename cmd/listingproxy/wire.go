@@ -208,7 +208,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		co := cache.Options{MaxBytes: int64(cfg.Cache.MaxBytes), Now: now, Logger: log, TracerProvider: tp,
 			RecordLifetime: longestLifetime(policies(cfg.Cache))}
 		if sh := cfg.Cache.Shared; sh != nil {
-			tier, closeTier, err := sharedTier(sh, log, reg)
+			tier, closeTier, err := sharedTier(sh, cmp.Or(cfg.Cache.FillTimeout.D(), cache.DefaultFillTimeout), log, reg)
 			if err != nil {
 				return nil, fmt.Errorf("cache.shared: %w", err)
 			}
