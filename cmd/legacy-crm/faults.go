@@ -168,6 +168,7 @@ func (fi *faultInjector) inOutage() bool {
 func (fi *faultInjector) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fi.stats.request(r.URL.Path)
+		defer fi.stats.enter()()
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() { fi.stats.status(sw.code) }()
 
@@ -304,6 +305,8 @@ type Stats struct {
 	errors    atomic.Int64
 	outages   atomic.Int64
 	cancelled atomic.Int64
+	inFlight  atomic.Int64 // requests being answered now
+	maxFlight atomic.Int64 // the most at once
 
 	mu       sync.Mutex
 	byStatus map[int]int64
@@ -312,6 +315,19 @@ type Stats struct {
 func (s *Stats) request(path string) {
 	s.requests.Add(1)
 	s.byKind[kindOf(path)].Add(1)
+}
+
+// enter counts a request in flight until the function it returns is
+// called.
+func (s *Stats) enter() func() {
+	n := s.inFlight.Add(1)
+	for {
+		m := s.maxFlight.Load()
+		if n <= m || s.maxFlight.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	return func() { s.inFlight.Add(-1) }
 }
 
 func (s *Stats) status(code int) {
@@ -333,6 +349,10 @@ type StatsSnapshot struct {
 	ByStatus  map[string]int64 `json:"by_status"`
 	Injected  map[string]int64 `json:"injected"`
 	Cancelled int64            `json:"cancelled"`
+	// InFlight is the requests being answered now, MaxInFlight the most
+	// at once since start or the last reset.
+	InFlight    int64 `json:"in_flight"`
+	MaxInFlight int64 `json:"max_in_flight"`
 }
 
 // Snapshot returns the counters.
@@ -343,6 +363,9 @@ func (s *Stats) Snapshot() StatsSnapshot {
 		ByStatus:  map[string]int64{},
 		Injected:  map[string]int64{"errors": s.errors.Load(), "outages": s.outages.Load()},
 		Cancelled: s.cancelled.Load(),
+
+		InFlight:    s.inFlight.Load(),
+		MaxInFlight: s.maxFlight.Load(),
 	}
 	for i, k := range kinds {
 		snap.ByKind[k] = s.byKind[i].Load()
@@ -364,6 +387,7 @@ func (s *Stats) Reset() {
 	s.errors.Store(0)
 	s.outages.Store(0)
 	s.cancelled.Store(0)
+	s.maxFlight.Store(s.inFlight.Load())
 	s.mu.Lock()
 	s.byStatus = nil
 	s.mu.Unlock()

@@ -300,3 +300,22 @@ func TestParseUserSpec(t *testing.T) {
 		}
 	}
 }
+
+// TestStatsInFlight: /stats reports the requests being answered and the
+// most at once; a reset starts the most from those still in flight.
+func TestStatsInFlight(t *testing.T) {
+	var s Stats
+	done1, done2 := s.enter(), s.enter()
+	done1()
+	if snap := s.Snapshot(); snap.InFlight != 1 || snap.MaxInFlight != 2 {
+		t.Errorf("in flight %d, max %d; want 1 and 2", snap.InFlight, snap.MaxInFlight)
+	}
+	s.Reset()
+	if snap := s.Snapshot(); snap.InFlight != 1 || snap.MaxInFlight != 1 {
+		t.Errorf("after a reset: in flight %d, max %d; want 1 and 1", snap.InFlight, snap.MaxInFlight)
+	}
+	done2()
+	if snap := s.Snapshot(); snap.InFlight != 0 || snap.MaxInFlight != 1 {
+		t.Errorf("after the last: in flight %d, max %d; want 0 and 1", snap.InFlight, snap.MaxInFlight)
+	}
+}
