@@ -1,6 +1,7 @@
 // Package breaker owns what stands between listingproxy and a backend that
-// is failing or saturated: circuit breakers (sony/gobreaker v2) and
-// concurrency bulkheads, as an upstream.Backend decorator (Registry.Wrap).
+// is failing or saturated: circuit breakers (sony/gobreaker v2) and each
+// backend's concurrency limit, shared out among its tenants, as an
+// upstream.Backend decorator (Registry.Wrap).
 //
 // Each backend gets one breaker per tenant (keyed by Scope.Tenant, the
 // tenant's identity at the backend) and one backend-wide breaker, so that
@@ -17,24 +18,42 @@
 //     success in between. A lone tenant's failures are excluded there.
 //   - A call needs both breakers to let it through.
 //
-// A bulkhead gives each tenant at most max(1, floor(limit × TenantShare))
-// concurrent calls, where limit is the backend's own concurrency (the SQL
-// pool's max_open_conns, the CRM's max_concurrency); a tenant that holds
-// all its slots waits for one of its own, never another tenant's. The
-// backend keeps its own limit beneath.
+// # Concurrency
+//
+// Each bounded backend (Backend.Limit > 0) has one limit of calls in
+// flight (limit.go): fixed at Limit (a SQL pool's size), or, with
+// Backend.Adaptive (a CRM), following the backend's latency between
+// MinConcurrency and Limit, starting at InitialConcurrency. Each tenant
+// may hold max(1, floor(limit × TenantShare)) of it; a call that finds no
+// slot waits in one FIFO (skipping tenants at their share) for at most
+// Settings.QueueTimeout, then fails with a *BusyError (upstream.ErrBusy,
+// RetryAfter one second). The wait happens after both breakers let the
+// call through, and a call that gets no slot is excluded from both
+// breakers' counts: waiting for a slot is not a backend failure, so one
+// tenant's waits can never open the backend-wide breaker.
+//
+// The adaptive rule is hand-written, after Netflix concurrency-limits'
+// Gradient2 and Envoy's adaptive concurrency filter: two latency averages
+// (recent, long-term) and a few comparisons (see limiter). No Go library
+// for it is among the project's allowed dependencies, and the rule is
+// small enough to test exhaustively with injected latencies.
 //
 // Outcomes: nil and upstream.IsAnswer errors are successes;
 // context.Canceled, or any error once the caller's context was cancelled,
 // is not counted (a client that went away says nothing about the backend),
 // nor is upstream.ErrInternal (an adapter's own bug while reading an
-// answer, recovered and logged by the adapter); everything else, deadlines
-// and panics that reach the breaker included, is a failure. A call the
+// answer, recovered and logged by the adapter) or upstream.ErrBusy (a
+// bound of listingproxy's own was full); everything else, deadlines and
+// panics that reach the breaker included, is a failure. A call the
 // breakers refuse returns an *OpenError (errors.Is ErrOpen) whose
 // RetryAfter says when a probe will be let through; callers set
-// Retry-After from it without knowing this package.
+// Retry-After from it (and from a *BusyError's) without knowing this
+// package.
 //
 // Settings are reloadable (Registry.Reload): changed settings replace the
-// breakers, unchanged ones keep them (an open breaker stays open).
+// breakers, unchanged ones keep them (an open breaker stays open); the
+// concurrency limiters are kept either way (a new TenantShare or
+// QueueTimeout applies from the next call).
 //
 // It imports upstream, gobreaker and the OpenTelemetry trace API only:
 // never proxy, cache, config or telemetry.

@@ -15,13 +15,17 @@
 //	ListAgents      GET {base}/{country}/agents.xml?{criteria}
 //	GetAgent        GET {base}/{country}/agents/{id}.xml
 //
-// Every call carries the caller's context plus Options.Timeout, and waits for
-// one of Options.MaxConcurrency slots shared by the whole Client.
+// Every call carries the caller's context plus Options.Timeout, and takes
+// one of Options.MaxConcurrency slots shared by the whole Client (a
+// ceiling: cmd puts upstream/breaker's adaptive limit in front). A wait
+// for a slot, or for room in the decode budget, that ends with Timeout is
+// upstream.ErrBusy: a bound of listingproxy's own, not the CRM's failure.
 //
 // # Bounded answers
 //
 // An answer is decoded as it arrives, token by token (encoding/xml's
-// Decoder), while its call holds its slot and within its deadline: the
+// Decoder), while its bytes are granted from the decode budget
+// (Options.MaxDecodingBytes, budget.go) and within its deadline: the
 // caller's context (for the proxy, cache.fill_timeout or the client's own
 // deadline) and Options.Timeout. No copy of the body and no tree of the
 // whole document is ever built: a list is read one record at a time into a
@@ -48,7 +52,10 @@
 // case is many tiny known elements inside records (<photo/> is 8 bytes of
 // XML, about 80 bytes of model and 100 of transient tree), bounded by
 // MaxElements: about 20 MB at the default 100,000.
-// MaxConcurrency bounds the answers decoded at once. Figures are in
+// The decode budget bounds the answers decoded at once by their bytes (at
+// once from a Content-Length, else as they are read, in 64 KiB steps), so
+// many small answers are decoded side by side while few huge ones are; it
+// is a golang.org/x/sync/semaphore.Weighted. Figures are in
 // docs/performance.md. With Options.PassThrough each record is also kept
 // whole, unknown elements included (about 106 bytes per kept element, so
 // MaxElements still bounds an answer, at ~11 MB by default); figures in
@@ -80,6 +87,7 @@
 //	MaxDepth                                        "answer nests too deep"
 //	a list with more records than its limit asked   failure: "answer has too many records"
 //	Options.Timeout elapsed (also mid-body)         failure: "upstream timed out after D"
+//	no slot or decode budget within Options.Timeout upstream.ErrBusy (not a failure: a local bound)
 //	connection refused, reset, DNS...               failure: "upstream request: ..."
 //	a panic while reading the answer (our bug)      upstream.ErrInternal: logged with its stack, counted
 //	                                                (Stats.Panics), not a failure for the breakers
