@@ -536,7 +536,7 @@ func (g *guard) guarded(ctx context.Context, call upstream.Call, next func(conte
 			return err
 		}
 	}
-	sampled := false
+	sampled := noSample
 	release := func(now time.Time) {
 		if g.lim != nil {
 			g.lim.release(tc.tenant, started, now, sampled, gen.settings)
@@ -563,7 +563,12 @@ func (g *guard) guarded(ctx context.Context, call upstream.Call, next func(conte
 	finished = true
 	now := g.r.now()
 	mark := outcome(ctx, err)
-	sampled = mark != markExcluded
+	switch mark {
+	case nil:
+		sampled = answerSample
+	case markFailure:
+		sampled = failureSample
+	}
 	release(now)
 	tc.hist.record(mark, err, now)
 	doneT(mark)

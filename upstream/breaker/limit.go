@@ -234,17 +234,26 @@ func (l *limiter) dispatch(s Settings) {
 	l.queue = kept
 }
 
-// release returns tenant's slot. sample reports whether the call's latency
-// (from its slot's start to now) says something of the backend's load:
-// an answer or a failure, not a caller that went away.
-func (l *limiter) release(tenant string, started, now time.Time, sample bool, s Settings) {
+// Samples of release: what a call's latency says of the backend's load.
+const (
+	noSample      = iota // nothing: the caller went away, or a local bound was full
+	answerSample         // an answer: its latency is the backend's
+	failureSample        // a failure: only a slow one says something (a timeout)
+)
+
+// release returns tenant's slot; sample says what the call's latency, from
+// its slot's start to now, tells of the backend's load. A failure faster
+// than the long-term latency tells nothing (an error page sent at once, a
+// refused connection): counting it would drag the baseline down and make
+// the next answers look slow.
+func (l *limiter) release(tenant string, started, now time.Time, sample int, s Settings) {
 	l.mu.Lock()
 	t := l.tenant(tenant)
 	busy := l.inFlight*2 >= l.current() || len(l.queue) > 0
 	l.inFlight--
 	t.inFlight--
-	if l.adaptive && sample {
-		l.observe(now.Sub(started), now, busy)
+	if rtt := now.Sub(started); l.adaptive && (sample == answerSample || sample == failureSample && rtt.Seconds() >= l.long) {
+		l.observe(rtt, now, busy)
 	}
 	l.dispatch(s)
 	l.mu.Unlock()

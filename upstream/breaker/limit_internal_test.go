@@ -25,10 +25,10 @@ func sampleN(t *testing.T, l *limiter, now *time.Time, s Settings, n, hold int, 
 			t.Fatalf("acquire: %v", err)
 		}
 		*now = now.Add(rtt)
-		l.release("t", start, *now, true, s)
+		l.release("t", start, *now, answerSample, s)
 	}
 	for _, start := range held {
-		l.release("bg", start, start, false, s)
+		l.release("bg", start, start, noSample, s)
 	}
 }
 
@@ -87,6 +87,24 @@ func TestAdaptiveLimit(t *testing.T) {
 	if lowest != MinConcurrency {
 		t.Errorf("lowest limit in a long episode at 100x latency %d, want the floor %d", lowest, MinConcurrency)
 	}
+
+	// Failures faster than the usual latency (an error page at once) say
+	// nothing of the load: they move neither the averages nor the limit.
+	l.mu.Lock()
+	short, long, limit := l.short, l.long, l.limit
+	l.mu.Unlock()
+	for range 500 {
+		start, err := l.acquire(context.Background(), "t", s, func() time.Time { return now })
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.release("t", start, start.Add(time.Millisecond), failureSample, s)
+	}
+	l.mu.Lock()
+	if l.short != short || l.long != long || l.limit != limit {
+		t.Errorf("after fast failures: short %v long %v limit %v, want unchanged %v %v %v", l.short, l.long, l.limit, short, long, limit)
+	}
+	l.mu.Unlock()
 
 	// Latency back to 300 ms: it grows again while in use.
 	for range 100 {
