@@ -170,7 +170,8 @@ func TestNumericIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"property":{"id":"017","agency_id":"A","agents":{"count":"2","agent":[{"id":5,"name":"J"},{"id":"x9","name":"K"}]}}}` + "\n"
+	want := `{"property":{"id":"017","agency_id":"A",` + emptyMiddle(`"price_from":"","price_to":null,`) +
+		`"agents":{"count":"2","agent":[{"id":5,"name":"J"},{"id":"x9","name":"K"}]},"openhomes":{"count":"0","openhome":[]}}}` + "\n"
 	if string(got) != want {
 		t.Errorf("legacy ids:\n got %s\nwant %s", got, want)
 	}
@@ -185,8 +186,10 @@ func TestVideoURL(t *testing.T) {
 		o    Options
 		want string
 	}{
-		{Options{VideoURL: true}, `{"property":{"id":"1","agency_id":"A","videos":{"count":"2","video":[{"url":"https://v/1.mp4"},{"thumbnail":"t.jpg","caption":"Tour","position":"2","url":"https://v/2.mp4"}]},"video":"loose"}}` + "\n"},
-		{Options{}, `{"property":{"id":"1","agency_id":"A","videos":{"count":"2","video":["https://v/1.mp4",{"position":"2","caption":"Tour","thumbnail":"t.jpg","video":"https://v/2.mp4"}]},"video":"loose"}}` + "\n"},
+		{Options{VideoURL: true}, `{"property":{"id":"1","agency_id":"A",` + emptyMiddle("") + emptyTail +
+			`,"videos":{"count":"2","video":[{"url":"https://v/1.mp4"},{"thumbnail":"t.jpg","caption":"Tour","position":"2","url":"https://v/2.mp4"}]},"video":"loose"}}` + "\n"},
+		{Options{}, `{"property":{"id":"1","agency_id":"A",` + emptyMiddle("") + emptyTail +
+			`,"videos":{"count":"2","video":["https://v/1.mp4",{"position":"2","caption":"Tour","thumbnail":"t.jpg","video":"https://v/2.mp4"}]},"video":"loose"}}` + "\n"},
 	} {
 		got, err := AppendDocumentJSON(nil, readDoc(t, doc), true, tc.o)
 		if err != nil {
@@ -197,3 +200,16 @@ func TestVideoURL(t *testing.T) {
 		}
 	}
 }
+
+// emptyMiddle is the JSON of a full-detail property's keys between
+// agency_id and agents when the legacy record has none of them (empty
+// values, docs/wire-format.md), with prices (the raw price keys or "").
+func emptyMiddle(prices string) string {
+	return `"last_updated":"","approved":"","address":{"display":"false","address":""},"status":"","latitude":"","longitude":"","price":"",` + prices +
+		`"category":"","property_type":"","suburb":"","area":"","region":"","bedrooms":"","bathrooms":"","floor_size":"","lot_size":"","built_in":"","description":"",` +
+		`"photos":{"count":"0","photo":[]},"virtualtours":{"count":"0","virtualtour":[]},"floorplans":{"count":"0","floorplan":[]},`
+}
+
+// emptyTail is a full-detail property's last keys when the legacy record
+// has none of them.
+const emptyTail = `"agents":{"count":"0","agent":[]},"openhomes":{"count":"0","openhome":[]}`

@@ -511,15 +511,15 @@ var errNotDocument = fmt.Errorf("%w: not a listing document", ErrRoot)
 // NumericIDs, VideoURL).
 func AppendDocumentJSON(dst []byte, doc *Document, full bool, o Options) ([]byte, error) {
 	root := doc.Root
-	lv := level{full: full, single: o.SingleObject, singles: o.SingleObjectItems, numIDs: o.NumericIDs, videoURL: o.VideoURL}
+	lv := level{full: full, prices: full && o.Prices, single: o.SingleObject, singles: o.SingleObjectItems, numIDs: o.NumericIDs, videoURL: o.VideoURL}
 	switch root.Name {
 	case "properties", "agents":
 		dst = append(append(append(dst, `{"`...), root.Name...), `":`...)
-		dst = jsonCollection(dst, root, containers[root.Name], lv, true)
+		dst = jsonCollection(dst, root, containers[root.Name], containers[root.Name], lv, true)
 		return append(dst, "}\n"...), nil
 	case "property", "agent", "error", "errors":
 		dst = append(append(append(dst, `{"`...), root.Name...), `":`...)
-		dst = jsonElement(dst, root, "", lv)
+		dst = jsonElement(dst, root, "", root.Name, lv)
 		return append(dst, "}\n"...), nil
 	}
 	return dst, errNotDocument
@@ -534,13 +534,23 @@ var (
 	textKeys    = map[string]string{"photo": "url", "virtualtour": "url", "floorplan": "url", "agent": "name"}
 )
 
-// jsonElement appends the JSON value of e, a child of parent.
-func jsonElement(dst []byte, e *Element, parent string, lv level) []byte {
+// jsonElement appends the JSON value of e, a child of parent. path names
+// e's shape ("property", "property/address", "agent/properties/property":
+// see shapes.go), or is "" for an element the wire format does not name as
+// an object.
+func jsonElement(dst []byte, e *Element, parent, path string, lv level) []byte {
 	if item, ok := containers[e.Name]; ok && (e.hasElements() || hasAttr(e, "count")) {
-		return jsonCollection(dst, e, item, lv, lv.full || listedShort[e.Name])
+		itemPath := ""
+		if path != "" {
+			itemPath = path + "/" + item
+		}
+		return jsonCollection(dst, e, item, itemPath, lv, lv.full || listedShort[e.Name])
 	}
 	if item, ok := unknownCollection(e); ok {
-		return jsonCollection(dst, e, item, lv, true)
+		return jsonCollection(dst, e, item, "", lv, true)
+	}
+	if order := shapes.prices[path]; order != nil {
+		return jsonShaped(dst, e, parent, path, order, shapesOf(lv)[path], lv)
 	}
 	video := lv.videoURL && e.Name == "video" && parent == "videos" && !e.hasElements()
 	if len(e.Attrs) == 0 && !e.hasElements() && !video {
@@ -562,32 +572,17 @@ func jsonElement(dst []byte, e *Element, parent string, lv level) []byte {
 		dst = jsonString(dst, k)
 		dst = append(dst, ':')
 	}
-	// The spec puts a property's last_updated after its agency_id (the
-	// third key): an attribute written after the first child when that
-	// child is agency_id.
-	kids := e.Elements("")
-	deferLU := len(kids) > 0 && kids[0].Name == "agency_id" && hasAttr(e, "last_updated")
 	attrs := e.Attrs
-	if items[e.Name] && e.Name != "property" && e.Name != "agent" || video { // media: the spec's key order
+	if video { // a media item's key order
 		attrs = slices.Clone(attrs)
 		slices.SortStableFunc(attrs, func(a, b xml.Attr) int { return mediaRank(a.Name.Local) - mediaRank(b.Name.Local) })
 	}
 	for _, a := range attrs {
-		if deferLU && a.Name.Local == "last_updated" {
-			continue
-		}
 		key(a.Name.Local)
-		if lv.numIDs && a.Name.Local == "id" && isWholeNumber(a.Value) {
-			dst = append(dst, a.Value...)
-			continue
-		}
-		dst = jsonString(dst, a.Value)
+		dst = jsonAttr(dst, a, lv)
 	}
 	if !e.hasElements() {
-		tk := textKeys[e.Name]
-		if tk == "" || e.Name == "photo" && parent == "agent" {
-			tk = e.Name
-		}
+		tk := e.Name
 		if video {
 			tk = "url"
 		}
@@ -595,45 +590,156 @@ func jsonElement(dst []byte, e *Element, parent string, lv level) []byte {
 		dst = jsonString(dst, e.Text())
 		return append(dst, '}')
 	}
-	// Children by name, in order of first appearance; a repeated name is
-	// an array.
+	return jsonGroups(dst, e, e.Elements(""), nil, first, lv)
+}
+
+// jsonAttr appends an attribute's value: a string, or a whole-number id as
+// a number with the numeric-ids switch.
+func jsonAttr(dst []byte, a xml.Attr, lv level) []byte {
+	if lv.numIDs && a.Name.Local == "id" && isWholeNumber(a.Value) {
+		return append(dst, a.Value...)
+	}
+	return jsonString(dst, a.Value)
+}
+
+// jsonGroups appends the child elements kids of e, except those named in
+// skip, by name in order of first appearance, a repeated name an array,
+// and closes the object; first says that no key was written before.
+func jsonGroups(dst []byte, e *Element, kids []*Element, skip map[string]*Element, first bool, lv level) []byte {
 	var names []string
 	groups := map[string][]*Element{}
-	for _, k := range e.Elements("") {
+	for _, k := range kids {
+		if _, known := skip[k.Name]; known {
+			continue
+		}
 		if _, ok := groups[k.Name]; !ok {
 			names = append(names, k.Name)
 		}
 		groups[k.Name] = append(groups[k.Name], k)
 	}
-	for i, n := range names {
-		if i == 1 && deferLU {
-			key("last_updated")
-			dst = jsonString(dst, attrOf(e, "last_updated"))
+	for _, n := range names {
+		if !first {
+			dst = append(dst, ',')
 		}
-		key(n)
+		first = false
+		dst = append(jsonString(dst, n), ':')
 		if g := groups[n]; len(g) > 1 {
 			dst = append(dst, '[')
 			for i, k := range g {
 				if i > 0 {
 					dst = append(dst, ',')
 				}
-				dst = jsonElement(dst, k, e.Name, lv)
+				dst = jsonElement(dst, k, e.Name, "", lv)
 			}
 			dst = append(dst, ']')
 		} else {
-			dst = jsonElement(dst, g[0], e.Name, lv)
+			dst = jsonElement(dst, g[0], e.Name, "", lv)
 		}
-	}
-	if deferLU && len(names) == 1 {
-		key("last_updated")
-		dst = jsonString(dst, attrOf(e, "last_updated"))
 	}
 	return append(dst, '}')
 }
 
+// jsonShaped appends e, an object the wire format names (a record, an
+// item, an address), as the writers write it: the keys of order (the
+// widest level's shape) in its order, each from e's attribute, e's first
+// child element of that name (a repeated scalar is written once: the first
+// occurrence wins, as in the model), or e's text (under its text key); a
+// key e lacks is written with its empty value when the caller's level has
+// it (fill). Then what the wire format does not name, in document order:
+// e's other attributes, then its other child elements (a repeated name an
+// array).
+func jsonShaped(dst []byte, e *Element, parent, path string, order, fill *shape, lv level) []byte {
+	dst = append(dst, '{')
+	first := true
+	key := func(k string) {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = jsonString(dst, k)
+		dst = append(dst, ':')
+	}
+	kids := e.Elements("")
+	tk := textKeys[e.Name]
+	if tk == "" || e.Name == "photo" && parent == "agent" {
+		tk = e.Name
+	}
+	known := make(map[string]*Element, len(order.keys))
+	for _, k := range kids {
+		if _, named := order.empty[k.Name]; named {
+			if _, seen := known[k.Name]; !seen {
+				known[k.Name] = k
+			}
+		}
+	}
+	markup := len(kids) > 0 && isMarkup(e)
+	for _, k := range order.keys {
+		text := k == tk && (len(kids) == 0 || markup) // the text wins over an attribute of its key's name
+		if a, ok := attrNamed(e, k); ok && !text {
+			key(k)
+			dst = jsonAttr(dst, a, lv)
+			continue
+		}
+		if c := known[k]; c != nil {
+			key(k)
+			dst = jsonElement(dst, c, e.Name, path+"/"+k, lv)
+			continue
+		}
+		if text {
+			key(k)
+			if markup {
+				dst = jsonString(dst, innerXML(e))
+			} else {
+				dst = jsonString(dst, e.Text())
+			}
+			continue
+		}
+		if v, ok := fill.emptyOf(k); ok {
+			key(k)
+			dst = append(dst, v...)
+		}
+	}
+	for _, a := range e.Attrs {
+		if _, named := order.empty[a.Name.Local]; !named {
+			key(a.Name.Local)
+			dst = jsonAttr(dst, a, lv)
+		}
+	}
+	if markup {
+		return append(dst, '}')
+	}
+	for _, k := range kids { // a repeated name among the known: dropped after its first
+		if _, named := order.empty[k.Name]; named {
+			known[k.Name] = k
+		}
+	}
+	return jsonGroups(dst, e, kids, known, first, lv)
+}
+
+// emptyOf returns the empty value of key k, when s (nil: none) has k.
+func (s *shape) emptyOf(k string) ([]byte, bool) {
+	if s == nil {
+		return nil, false
+	}
+	v, ok := s.empty[k]
+	return v, ok
+}
+
+// attrNamed returns e's attribute named name (any namespace).
+func attrNamed(e *Element, name string) (xml.Attr, bool) {
+	for _, a := range e.Attrs {
+		if a.Name.Local == name {
+			return a, true
+		}
+	}
+	return xml.Attr{}, false
+}
+
 // jsonCollection appends {"count": N, item: [...]} for container e; list
-// says whether items are listed (media in short detail are not).
-func jsonCollection(dst []byte, e *Element, item string, lv level, list bool) []byte {
+// says whether items are listed (media in short detail are not). itemPath
+// is the items' shape path ("" for a collection the wire format does not
+// name).
+func jsonCollection(dst []byte, e *Element, item, itemPath string, lv level, list bool) []byte {
 	items := e.Elements(item)
 	count, ok := e.Attr("count")
 	if !ok {
@@ -646,7 +752,7 @@ func jsonCollection(dst []byte, e *Element, item string, lv level, list bool) []
 	one := len(items) == 1 && (item == "openhome" || item == "error")
 	if one {
 		dst = append(append(append(dst, `,"`...), item...), `":`...)
-		dst = jsonElement(dst, items[0], e.Name, lv)
+		dst = jsonElement(dst, items[0], e.Name, itemPath, lv)
 		return append(dst, '}')
 	}
 	dst = jsonOpenItems(dst, `,"`+item+`":`, item, len(items), lv)
@@ -654,7 +760,7 @@ func jsonCollection(dst []byte, e *Element, item string, lv level, list bool) []
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = jsonElement(dst, k, e.Name, lv)
+		dst = jsonElement(dst, k, e.Name, itemPath, lv)
 	}
 	dst = jsonCloseItems(dst, item, len(items), lv)
 	return append(dst, '}')
