@@ -70,6 +70,9 @@ func (rr *rawRead) settle(e *Element, start, end int64) {
 		if !xmlEntitiesOnly(s.e.raw[:s.e.tag]) {
 			s.e.attrsChanged = true
 		}
+		if attrsHaveSpace(s.e) {
+			attrsAsWritten(s.e, s.e.raw[:s.e.tag])
+		}
 		s.e.comments = bytes.Contains(s.e.raw, []byte("<!--")) || bytes.Contains(s.e.raw[1:], []byte("<?"))
 	}
 	for _, s := range rr.txts {
@@ -80,6 +83,54 @@ func (rr *rawRead) settle(e *Element, start, end int64) {
 		} else {
 			s.e.changed = true
 		}
+	}
+}
+
+// attrsHaveSpace reports whether a value of e's attributes, as the
+// decoder gave it, holds a tab or a line end: written literally, XML reads
+// it as a space; written as a character reference (&#9;), as itself. The
+// decoder gives both alike, so the start tag as written decides
+// (attrsAsWritten).
+func attrsHaveSpace(e *Element) bool {
+	for _, a := range e.Attrs {
+		if strings.ContainsAny(a.Value, "\t\n\r") {
+			return true
+		}
+	}
+	return false
+}
+
+// attrsAsWritten sets e's attribute values from its start tag as written,
+// tag, normalised as XML does (attribute-value normalisation): a literal
+// tab or line end is a space, a character reference to one is that
+// character. So the JSON of a value is what an XML client reads from the
+// bytes passed as written, and a start tag written anew (escaping a tab as
+// &#x9;) says the same.
+func attrsAsWritten(e *Element, tag []byte) {
+	tag = bytes.ReplaceAll(tag, []byte("\r\n"), []byte("\n")) // line ends first: one space for CRLF
+	norm := bytes.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' {
+			return ' '
+		}
+		return r
+	}, tag)
+	d := xml.NewDecoder(bytes.NewReader(norm))
+	d.Entity = xml.HTMLEntity
+	d.Strict = false // a prefix declared on an ancestor
+	t, err := d.Token()
+	start, ok := t.(xml.StartElement)
+	if err != nil || !ok {
+		return
+	}
+	i := 0
+	for _, a := range start.Attr {
+		if a.Name.Space == "xmlns" || a.Name.Local == "xmlns" {
+			continue
+		}
+		if i < len(e.Attrs) && e.Attrs[i].Name.Local == a.Name.Local {
+			e.Attrs[i].Value = a.Value
+		}
+		i++
 	}
 }
 

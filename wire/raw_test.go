@@ -251,3 +251,47 @@ func TestOneDeclaration(t *testing.T) {
 		}
 	}
 }
+
+// TestAttributeWhitespace: a literal tab or line end inside an attribute
+// value is a space (XML's attribute-value normalisation), a character
+// reference to one is that character; the XML and the JSON of one answer
+// carry the same value, whether the start tag passes as written (a caller
+// with the upstream user's permissions) or is written anew (a narrower
+// caller: an unknown attribute removed). The model reads the same value.
+func TestAttributeWhitespace(t *testing.T) {
+	const rec = "<property id=\"1\" last_updated=\"Tue Nov 3 09:05:00 +1000 2026\">" +
+		"<photos count=\"1\"><photo type=\"Normal\" caption=\"Front\tview\r\nat\ndusk\" position=\"1\" thumbnail=\"t.jpg\" width=\"1\">a.jpg</photo>" +
+		"<photo type=\"Normal\" caption=\"tab&#9;ref&#xA;line\" position=\"2\" thumbnail=\"t2.jpg\" width=\"2\">b.jpg</photo></photos></property>"
+	doc := "<properties count=\"1\">\n  " + rec + "\n</properties>\n"
+	ps := readRawList(t, doc)
+	if got := ps[0].Photos[0].Caption; got != "Front view at dusk" {
+		t.Errorf("model caption %q, want %q", got, "Front view at dusk")
+	}
+	if got := ps[0].Photos[1].Caption; got != "tab\tref\nline" {
+		t.Errorf("model caption %q, want %q", got, "tab\tref\nline")
+	}
+	wantJSON := []string{`"caption":"Front view at dusk"`, `"caption":"tab\tref\nline"`}
+	for _, c := range []struct {
+		name    string
+		o       Options
+		wantXML []string
+	}{
+		{"as written", Options{Detail: normalize.Full, Prices: true, Unknown: true},
+			[]string{"caption=\"Front\tview\r\nat\ndusk\"", `caption="tab&#9;ref&#xA;line"`}},
+		{"written anew", Options{Detail: normalize.Full},
+			[]string{`caption="Front view at dusk"`, `caption="tab&#x9;ref&#xA;line"`}},
+	} {
+		x := string(AppendPropertyList(nil, XML, ps, c.o))
+		for _, w := range c.wantXML {
+			if !strings.Contains(x, w) {
+				t.Errorf("%s: XML lacks %s:\n%s", c.name, w, x)
+			}
+		}
+		j := string(AppendPropertyList(nil, JSON, ps, c.o))
+		for _, w := range wantJSON {
+			if !strings.Contains(j, w) {
+				t.Errorf("%s: JSON lacks %s:\n%s", c.name, w, j)
+			}
+		}
+	}
+}
