@@ -40,6 +40,13 @@ type Element struct {
 
 	root bool // read as a document's root: laid out one level shallower than in a list
 
+	// As written, for a start tag written anew: qname is the element's
+	// prefixed name ("crm:property"; "" when unprefixed or unknown), ns
+	// its namespace declarations (xmlns, xmlns:crm), kept in place so
+	// that what passes as written inside it stays in its namespace.
+	qname string
+	ns    []xml.Attr
+
 	// As written (read from a RawTokens source): raw is the element's
 	// bytes, tag the length of its start tag; changed and attrsChanged
 	// say that its children or its attributes are no longer as written
@@ -106,7 +113,8 @@ func ReadDocument(d Tokens) (*Document, error) {
 func readElement(d Tokens, start xml.StartElement, rr *rawRead, from int64) (*Element, error) {
 	e := &Element{Name: start.Name.Local}
 	for _, a := range start.Attr {
-		if a.Name.Space == "xmlns" || a.Name.Local == "xmlns" {
+		if isNSDecl(a) {
+			e.ns = append(e.ns, a)
 			continue
 		}
 		e.Attrs = append(e.Attrs, xml.Attr{Name: xml.Name{Local: a.Name.Local}, Value: a.Value})
@@ -306,8 +314,21 @@ func appendElementXML(dst []byte, e *Element) []byte {
 		dst = appendNodeXML(dst, e, k)
 	}
 	dst = append(dst, "</"...)
-	dst = append(dst, e.Name...)
+	dst = append(dst, e.tagName()...)
 	return append(dst, '>')
+}
+
+// tagName is e's name as its tags are written: prefixed as written.
+func (e *Element) tagName() string {
+	if e.qname != "" {
+		return e.qname
+	}
+	return e.Name
+}
+
+// isNSDecl reports whether a is a namespace declaration.
+func isNSDecl(a xml.Attr) bool {
+	return a.Name.Space == "xmlns" || a.Name.Local == "xmlns" && a.Name.Space == ""
 }
 
 // appendStartTag appends e's start tag: tag (as written) when e's
@@ -318,7 +339,14 @@ func appendStartTag(dst []byte, e *Element, tag []byte) []byte {
 		return append(dst, tag...)
 	}
 	dst = append(dst, '<')
-	dst = append(dst, e.Name...)
+	dst = append(dst, e.tagName()...)
+	for _, a := range e.ns {
+		name := "xmlns"
+		if a.Name.Space == "xmlns" {
+			name = "xmlns:" + a.Name.Local
+		}
+		dst = xmlAttr(dst, name, a.Value)
+	}
 	for _, a := range e.Attrs {
 		dst = xmlAttr(dst, a.Name.Local, a.Value)
 	}
@@ -862,13 +890,18 @@ func passList[T any](name string, recs []T, legacy func(*T) any, asWritten bool)
 		root.Kids = append(root.Kids, lead, Node{Elem: c})
 	}
 	if f != nil && f.tail != nil {
+		root.qname, root.ns = f.qname, f.ns // its end tag, as written, is in the tail
 		if !asWritten {
 			// Whitespace only: the prolog (comments) and the root's
-			// attributes are the legacy's unnamed content.
+			// attributes are the legacy's unnamed content; its namespace
+			// declarations are not content.
 			return &Document{Root: root, frame: &frame{list: true, tail: f.tail}}
 		}
 		root.Attrs = slices.Clone(f.attrs)
 		return &Document{Root: root, frame: f}
+	}
+	if l := listOf(first); l != nil && sameList(recs, legacy, l) {
+		root.qname, root.ns = l.qname, l.ns // records of the documents of one list (hydration): its root's namespace
 	}
 	for i := 0; i < len(root.Kids); i += 2 {
 		root.Kids[i] = Node{Text: "\n  "}
@@ -916,7 +949,7 @@ func appendPassed(dst []byte, f Format, doc *Document, o Options, full bool) []b
 // cloneElement copies e deeply: Filter changes what it is given, and a
 // legacy record may be cached and rendered for other callers.
 func cloneElement(e *Element) *Element {
-	c := &Element{Name: e.Name, Attrs: slices.Clone(e.Attrs), Kids: make([]Node, len(e.Kids)),
+	c := &Element{Name: e.Name, Attrs: slices.Clone(e.Attrs), Kids: make([]Node, len(e.Kids)), qname: e.qname, ns: e.ns,
 		root: e.root, raw: e.raw, tag: e.tag, changed: e.changed, attrsChanged: e.attrsChanged, comments: e.comments, rec: e.rec}
 	for i, k := range e.Kids {
 		if k.Elem != nil {

@@ -276,11 +276,14 @@ func eachChild(d Tokens, root xml.StartElement, from int64, record string, maxRe
 		rec := rr.src.Recorder()
 		prevEnd = rr.src.InputOffset()
 		f = &frame{list: true, prolog: keptProlog(rec.Bytes(0, from)), tag: rec.Bytes(from, prevEnd)}
+		f.qname = qnameOf(f.tag)
 		if f.tag == nil || !xmlEntitiesOnly(f.tag) {
 			f.tag = nil
 		}
 		for _, a := range root.Attr {
-			if a.Name.Space != "xmlns" && a.Name.Local != "xmlns" {
+			if isNSDecl(a) {
+				f.ns = append(f.ns, a)
+			} else {
 				f.attrs = append(f.attrs, xml.Attr{Name: xml.Name{Local: a.Name.Local}, Value: a.Value})
 			}
 		}

@@ -18,6 +18,8 @@ type frame struct {
 	prolog []byte     // up to the root element: the declaration (UTF-8 or none declared), comments, whitespace
 	tag    []byte     // list: the root's start tag
 	attrs  []xml.Attr // list: the root's attributes
+	qname  string     // list: the root's prefixed name as written ("crm:properties"), or ""
+	ns     []xml.Attr // list: the root's namespace declarations
 	tail   []byte     // list: from the end of the last record; single: after the root
 }
 
@@ -25,6 +27,62 @@ type frame struct {
 type recordInfo struct {
 	frame *frame
 	lead  []byte // list: the whitespace before the record, as written
+	list  *frame // a document's record listed in this list's answer (hydration: the short list), or nil
+}
+
+// InList returns the legacy record doc (an upstream.Property's Legacy,
+// read from a single-resource answer) as listed in the list answer whose
+// record listed is: a copy that a list of such records, all of one list,
+// writes under that list's root name and namespace declarations (a hydrated
+// list keeps its root's namespace). Anything else is returned as it is.
+func InList(doc, listed any) any {
+	d, ok := doc.(*Element)
+	l, lok := listed.(*Element)
+	if !ok || !lok || l.rec == nil || l.rec.frame == nil || !l.rec.frame.list {
+		return doc
+	}
+	c := *d
+	ri := recordInfo{list: l.rec.frame}
+	if d.rec != nil {
+		ri.frame, ri.lead = d.rec.frame, d.rec.lead
+	}
+	c.rec = &ri
+	return &c
+}
+
+// listOf returns the list e was listed in (InList), or nil.
+func listOf(e *Element) *frame {
+	if e.rec == nil {
+		return nil
+	}
+	return e.rec.list
+}
+
+// sameList reports whether every record of recs was listed in l.
+func sameList[T any](recs []T, legacy func(*T) any, l *frame) bool {
+	for i := range recs {
+		if e, ok := legacy(&recs[i]).(*Element); !ok || listOf(e) != l {
+			return false
+		}
+	}
+	return true
+}
+
+// qnameOf returns the prefixed name of the start tag tag as written, or
+// "" when it has no prefix.
+func qnameOf(tag []byte) string {
+	if len(tag) < 2 {
+		return ""
+	}
+	end := bytes.IndexAny(tag, " \t\r\n/>")
+	if end < 0 {
+		return ""
+	}
+	name := tag[1:end]
+	if bytes.IndexByte(name, ':') < 0 {
+		return ""
+	}
+	return string(name)
 }
 
 // rawRead tracks the offsets of the elements and texts of one record while
@@ -67,6 +125,7 @@ func (rr *rawRead) settle(e *Element, start, end int64) {
 	for _, s := range rr.els {
 		s.e.raw = raw[s.start-start : s.end-start : s.end-start]
 		s.e.tag = int32(s.tag - s.start)
+		s.e.qname = qnameOf(s.e.raw[:s.e.tag])
 		if !xmlEntitiesOnly(s.e.raw[:s.e.tag]) {
 			s.e.attrsChanged = true
 		}

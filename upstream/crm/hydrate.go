@@ -15,6 +15,7 @@ import (
 
 	"listingproxy/normalize"
 	"listingproxy/upstream"
+	"listingproxy/wire"
 )
 
 // docKey identifies a property document. The tenant is part of the key: one
@@ -94,6 +95,7 @@ func (c *Client) hydrated(ctx context.Context, s upstream.Scope, q url.Values, k
 			case err != nil:
 				return fmt.Errorf("property %d: %w", ref.ID, err)
 			}
+			p.Legacy = wire.InList(p.Legacy, ref.Legacy) // the list keeps the short list's root namespace
 			docs[i], found[i] = p, true
 			return nil
 		})
