@@ -64,6 +64,9 @@ type backendKind struct {
 	// loaded it is; a SQL pool's limit is its connections, and its
 	// queries' latency depends on the query far more than on the load.
 	adaptive bool
+	// feeds opens the change feeds the backend's configuration asks for
+	// (none: nil); nil when the kind has none.
+	feeds func(feedEnv) ([]upstream.ChangeFeed, error)
 }
 
 // openEnv is what every opener may use beyond the configuration.
@@ -84,7 +87,7 @@ var backendKinds = map[string]backendKind{
 	config.KindCRM:      {open: openCRM, concurrency: func(b config.Backend) int { return cmp.Or(b.CRM.MaxConcurrency, crm.DefaultMaxConcurrency) }, adaptive: true},
 }
 
-var sqlKind = backendKind{open: openSQL, concurrency: func(b config.Backend) int { return sqlstore.PoolSize(b.Kind, b.SQL.MaxOpenConns) }}
+var sqlKind = backendKind{open: openSQL, concurrency: func(b config.Backend) int { return sqlstore.PoolSize(b.Kind, b.SQL.MaxOpenConns) }, feeds: sqlFeeds}
 
 // openBackend opens the backend name of cfg with its kind's opener.
 func openBackend(ctx context.Context, name string, cfg *config.Config, log *slog.Logger, now func() time.Time, tp trace.TracerProvider) (upstream.Backend, func(), error) {

@@ -22,6 +22,7 @@ import (
 	"listingproxy/cache/redistier"
 	"listingproxy/clientip"
 	"listingproxy/config"
+	"listingproxy/freshness"
 	"listingproxy/internal/onewrite"
 	"listingproxy/proxy"
 	"listingproxy/telemetry"
@@ -228,7 +229,11 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		}
 	}
 	purged := func(p telemetry.Purge) { a.metrics.Purged(now(), p) }
-	a.closers = append(a.closers, watchChanges(cfg, backends, a.cache, log, purged))
+	stopFeeds, err := startFeeds(cfg, backends, decorated, a.cache, freshness.Options{Purged: purged, Metrics: a.metrics, Logger: log, Now: now})
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, stopFeeds)
 
 	a.srv, err = proxy.New(users, tenants, opts)
 	if err != nil {

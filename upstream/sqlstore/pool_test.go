@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"listingproxy/internal/testkit"
 	"listingproxy/upstream"
 	"listingproxy/upstream/sqlstore/demo"
 )
@@ -146,35 +146,28 @@ func TestPostgresNotify(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := make(chan Change, 100)
+	got := testkit.NewChanges()
 	lctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- st.Listen(lctx, func(c Change) { got <- c }) }()
+	feed := st.NotifyFeed()
+	go func() { done <- feed.Watch(lctx, got) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("Listen returned %v after its context ended, want nil", err)
+			t.Errorf("Watch returned %v after its context ended, want nil", err)
 		}
 	}()
-	next := func() Change {
-		t.Helper()
-		select {
-		case c := <-got:
-			slices.Sort(c.Properties)
-			slices.Sort(c.Agents)
-			return c
-		case <-time.After(30 * time.Second):
-			t.Fatal("no notification")
-			return Change{}
-		}
-	}
+	type Change = upstream.Change
 	expect := func(what string, want Change) {
 		t.Helper()
-		if diff := cmp.Diff(want, next(), cmpopts.EquateEmpty()); diff != "" {
+		if diff := cmp.Diff(want, got.Next(t), cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", what, diff)
 		}
 	}
-	expect("connect", Change{Tenant: AllTenants})
+	expect("connect", Change{Tenant: upstream.AllTenants, Gap: true})
+	if last, ups := got.State(); last != nil || ups < 1 {
+		t.Errorf("after connecting the feed reports %v (%d times up), want up", last, ups)
+	}
 
 	// Writes come from another client whose search_path does not hold the
 	// tables, as a legacy application's might: "§" is the schema.
@@ -234,7 +227,7 @@ func TestPostgresNotify(t *testing.T) {
 	expect("the next change after a bulk import", Change{Tenant: "harbour", Resource: "agents", Table: "agents", Op: "UPDATE", Agents: []int64{harbourAgent}})
 
 	terminate(t, admin, app)
-	expect("reconnect", Change{Tenant: AllTenants})
+	expect("reconnect", Change{Tenant: upstream.AllTenants, Gap: true})
 	exec("UPDATE §agents SET phone = phone WHERE id = $1", harbourAgent)
 	expect("after reconnecting", Change{Tenant: "harbour", Resource: "agents", Table: "agents", Op: "UPDATE", Agents: []int64{harbourAgent}})
 }
@@ -244,7 +237,7 @@ func TestNotifyNeedsPostgres(t *testing.T) {
 	if err := st.InstallNotify(context.Background()); !errors.Is(err, ErrNotifyUnsupported) {
 		t.Errorf("InstallNotify on SQLite = %v, want ErrNotifyUnsupported", err)
 	}
-	if err := st.Listen(context.Background(), func(Change) {}); !errors.Is(err, ErrNotifyUnsupported) {
-		t.Errorf("Listen on SQLite = %v, want ErrNotifyUnsupported", err)
+	if err := st.NotifyFeed().Watch(context.Background(), testkit.NewChanges()); !errors.Is(err, ErrNotifyUnsupported) {
+		t.Errorf("the notify feed's Watch on SQLite = %v, want ErrNotifyUnsupported", err)
 	}
 }
