@@ -17,7 +17,20 @@ type node struct {
 	text  string // own character data (not the children's), trimmed
 	kids  []*node
 	src   *Element // the record as sent (ReadOptions.Keep), else nil
+	idx   int      // a list's record: its position in the answer
 }
+
+// page is what a list answer was asked for: at most limit records, from
+// offset. An answer with more (a legacy that ignores limit and offset) is
+// paged here: only the records of [offset, offset+limit) are kept, at
+// most 2×limit are ever held, and paged is told how many the answer held.
+type page struct {
+	offset, limit int
+	paged         func(sent int)
+}
+
+// keeps reports whether the record at idx of a list paged here is kept.
+func (pg page) keeps(idx int) bool { return idx >= pg.offset && idx-pg.offset < pg.limit }
 
 // legacy returns the record as sent, for upstream's Legacy fields: nil (an
 // untyped nil interface) when it was not kept.
@@ -173,10 +186,12 @@ func readNode(d Tokens, start xml.StartElement) (*node, error) {
 // <error> (see answerError). In a list (single false) every child element
 // named record is read and handed to each in document order, one at a time;
 // in a single-resource answer (single true) the root itself is the record.
-// A list with more than maxRecords records fails (the CRM was asked for at
-// most that many), so a list of tiny records cannot inflate the model. The
-// rest of the document is read too, so a truncated body is malformed.
-func decodeAnswer(d Tokens, want, record string, single bool, maxRecords int, keep bool, each func(*node) error) error {
+// A list with more than pg.limit records is paged (see page): each may
+// have been handed records outside the page before that was known, and
+// drops them by their idx when pg.paged is called; so a list of tiny
+// records cannot inflate the model. The rest of the document is read too,
+// so a truncated body is malformed.
+func decodeAnswer(d Tokens, want, record string, single bool, pg page, keep bool, each func(*node) error) error {
 	var rr *rawRead
 	if src := rawSource(d); src != nil {
 		if keep {
@@ -224,7 +239,7 @@ func decodeAnswer(d Tokens, want, record string, single bool, maxRecords int, ke
 			}
 			return finish(d)
 		}
-		if err := eachChild(d, start, from, record, maxRecords, keep, rr, each); err != nil {
+		if err := eachChild(d, start, from, record, pg, keep, rr, each); err != nil {
 			return err
 		}
 		return finish(d)
@@ -267,7 +282,7 @@ func rootElement(d Tokens) (xml.StartElement, int64, error) {
 // offset from), handing those named record to each and skipping the
 // others, up to the root's end. With rr, each record keeps its bytes as
 // written and the list's frame.
-func eachChild(d Tokens, root xml.StartElement, from int64, record string, maxRecords int, keep bool, rr *rawRead, each func(*node) error) error {
+func eachChild(d Tokens, root xml.StartElement, from int64, record string, pg page, keep bool, rr *rawRead, each func(*node) error) error {
 	var (
 		f       *frame
 		prevEnd int64 // the end of the root's start tag, then of the last record
@@ -306,8 +321,18 @@ func eachChild(d Tokens, root xml.StartElement, from int64, record string, maxRe
 				}
 				continue
 			}
-			if records++; records > maxRecords {
-				return fmt.Errorf("%w: more than the %d asked for", ErrTooManyRecords, maxRecords)
+			idx := records
+			if records++; records > pg.limit && !pg.keeps(idx) {
+				// More than asked for: the legacy ignored paging; a
+				// record outside the page is not read.
+				if err := skip(d); err != nil {
+					return err
+				}
+				if rr != nil {
+					prevEnd = rr.src.InputOffset()
+					rr.src.Recorder().Mark(prevEnd)
+				}
+				continue
 			}
 			var lead []byte
 			if rr != nil {
@@ -319,6 +344,7 @@ func eachChild(d Tokens, root xml.StartElement, from int64, record string, maxRe
 			if err != nil {
 				return err
 			}
+			n.idx = idx
 			if rr != nil && n.src != nil {
 				n.src.rec = &recordInfo{frame: f, lead: lead}
 				prevEnd = rr.src.InputOffset()
@@ -328,6 +354,9 @@ func eachChild(d Tokens, root xml.StartElement, from int64, record string, maxRe
 				return err
 			}
 		case xml.EndElement:
+			if records > pg.limit && pg.paged != nil {
+				pg.paged(records)
+			}
 			if rr != nil {
 				end := rr.src.InputOffset()
 				rec := rr.src.Recorder() // marked at prevEnd

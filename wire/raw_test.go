@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -291,6 +293,59 @@ func TestAttributeWhitespace(t *testing.T) {
 		for _, w := range wantJSON {
 			if !strings.Contains(j, w) {
 				t.Errorf("%s: JSON lacks %s:\n%s", c.name, w, j)
+			}
+		}
+	}
+}
+
+// TestLocalPaging: a list answer with more records than its limit (a
+// legacy that ignores limit and offset) is paged here: the records of
+// [offset, offset+limit) are kept, in order, the count is theirs, and
+// Paged is told how many the answer held; an answer within its limit is
+// the page already (its offset applied by the legacy) and is kept whole.
+func TestLocalPaging(t *testing.T) {
+	var recs strings.Builder
+	for i := range 10 {
+		recs.WriteString("\n\t<property id=\"" + strconv.Itoa(i+1) + "\" last_updated=\"Tue Nov 3 09:05:00 +1000 2026\"><status>CURRENT</status></property>")
+	}
+	doc := "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<properties count=\"10\">" + recs.String() + "\n</properties>\n"
+	for _, tc := range []struct {
+		limit, offset int
+		want          []int64
+		paged         int
+	}{
+		{3, 0, []int64{1, 2, 3}, 10},
+		{3, 4, []int64{5, 6, 7}, 10},
+		{3, 8, []int64{9, 10}, 10},
+		{3, 10, nil, 10},
+		{5, 2, []int64{3, 4, 5, 6, 7}, 10},
+		{10, 4, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 0}, // within the limit: the legacy's own page
+	} {
+		for _, keep := range []bool{false, true} {
+			paged := 0
+			ps, err := ReadPropertyList(NewRawDecoder(strings.NewReader(doc)), time.UTC, true, tc.limit,
+				ReadOptions{Keep: keep, Offset: tc.offset, Paged: func(n int) { paged = n }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int64
+			for _, p := range ps {
+				got = append(got, p.ID)
+			}
+			if !slices.Equal(got, tc.want) || paged != tc.paged {
+				t.Errorf("limit %d offset %d keep %v: ids %v, paged %d; want %v, %d", tc.limit, tc.offset, keep, got, paged, tc.want, tc.paged)
+			}
+			if !keep || len(ps) == 0 {
+				continue
+			}
+			for _, o := range []Options{{Detail: normalize.Full, Prices: true, Unknown: true}, {Detail: normalize.Full}, {}} {
+				x := AppendPropertyList(nil, XML, ps, o)
+				if !strings.Contains(string(x), `<properties count="`+strconv.Itoa(len(tc.want))+`">`) || strings.Count(string(x), "<property ") != len(tc.want) {
+					t.Errorf("limit %d offset %d: XML:\n%s", tc.limit, tc.offset, x)
+				}
+				if err := xml.Unmarshal(x, new(struct{})); err != nil {
+					t.Errorf("limit %d offset %d: not well-formed: %v\n%s", tc.limit, tc.offset, err, x)
+				}
 			}
 		}
 	}

@@ -31,8 +31,6 @@ var (
 	// ErrRoot: XML whose root is neither the expected element nor an
 	// error document.
 	ErrRoot = errors.New("unexpected root element")
-	// ErrTooManyRecords: a list with more records than the reader allows.
-	ErrTooManyRecords = errors.New("answer has too many records")
 	// ErrAnswerError: an error document where it is no answer (a single
 	// <error> to a list, an <errors> list to a single resource).
 	ErrAnswerError = errors.New("upstream error")
@@ -82,25 +80,65 @@ type ReadOptions struct {
 	// (Options.PassThrough of the writers). It costs about three times the
 	// record's XML on top of the model.
 	Keep bool
+	// Offset is the offset a list was asked for. A list answer with more
+	// records than it was asked for (maxRecords) comes from a legacy that
+	// ignores paging: it is paged here, its records [Offset,
+	// Offset+maxRecords) kept, and Paged (nil: none) is told how many
+	// records it held. Holding at most twice maxRecords records, a list
+	// of tiny records cannot inflate the model.
+	Offset int
+	Paged  func(sent int)
+}
+
+// page returns the page a list read with ro and maxRecords was asked for,
+// and the function that drops, from a list's records with their positions
+// idx, those outside it once the answer turns out to be paged here.
+func (ro ReadOptions) page(maxRecords int) (page, *bool) {
+	paged := new(bool)
+	return page{offset: max(ro.Offset, 0), limit: maxRecords, paged: func(sent int) {
+		*paged = true
+		if ro.Paged != nil {
+			ro.Paged(sent)
+		}
+	}}, paged
+}
+
+// inPage keeps the items of recs whose position idx is in pg.
+func inPage[T any](recs []T, idx []int, pg page) []T {
+	out := recs[:0]
+	for i, r := range recs {
+		if pg.keeps(idx[i]) {
+			out = append(out, r)
+		}
+	}
+	clear(recs[len(out):])
+	return out
 }
 
 // ReadPropertyList reads a <properties> list document from d; full says
 // whether the list was asked for in full detail, loc is the country's zone
 // (open-home times are wall-clock times), and a list of more than
-// maxRecords properties fails with ErrTooManyRecords. The children are
-// trusted over the count attribute. An <errors> document is returned as
+// maxRecords properties is paged here (ReadOptions.Offset). The children
+// are trusted over the count attribute. An <errors> document is returned as
 // *upstream.CriteriaError. Values that cannot be read are reported to report
 // (which may be nil) and never fail the list: only the document can.
 func ReadPropertyList(d Tokens, loc *time.Location, full bool, maxRecords int, ro ReadOptions) ([]upstream.Property, error) {
-	var props []upstream.Property
-	err := decodeAnswer(d, "properties", "property", false, maxRecords, ro.Keep, func(e *node) error {
+	var (
+		props []upstream.Property
+		idx   []int
+	)
+	pg, paged := ro.page(maxRecords)
+	err := decodeAnswer(d, "properties", "property", false, pg, ro.Keep, func(e *node) error {
 		if p, ok := parseProperty(e, loc, full, ro.Report); ok {
-			props = append(props, p)
+			props, idx = append(props, p), append(idx, e.idx)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if *paged {
+		props = inPage(props, idx, pg)
 	}
 	return props, nil
 }
@@ -110,7 +148,7 @@ func ReadPropertyList(d Tokens, loc *time.Location, full bool, maxRecords int, r
 // <error> document is returned as *NotFoundError.
 func ReadProperty(d Tokens, loc *time.Location, ro ReadOptions) (upstream.Property, error) {
 	var p upstream.Property
-	err := decodeAnswer(d, "property", "property", true, 1, ro.Keep, func(e *node) error {
+	err := decodeAnswer(d, "property", "property", true, page{limit: 1}, ro.Keep, func(e *node) error {
 		var ok bool
 		if p, ok = parseProperty(e, loc, true, ro.Report); !ok {
 			return fmt.Errorf("%w: property id %q", ErrMalformed, attr(e, "id"))
@@ -122,15 +160,22 @@ func ReadProperty(d Tokens, loc *time.Location, ro ReadOptions) (upstream.Proper
 
 // ReadAgentList reads an <agents> list document from d, as ReadPropertyList.
 func ReadAgentList(d Tokens, full bool, maxRecords int, ro ReadOptions) ([]upstream.Agent, error) {
-	var agents []upstream.Agent
-	err := decodeAnswer(d, "agents", "agent", false, maxRecords, ro.Keep, func(e *node) error {
+	var (
+		agents []upstream.Agent
+		idx    []int
+	)
+	pg, paged := ro.page(maxRecords)
+	err := decodeAnswer(d, "agents", "agent", false, pg, ro.Keep, func(e *node) error {
 		if a, ok := parseAgent(e, full, ro.Report); ok {
-			agents = append(agents, a)
+			agents, idx = append(agents, a), append(idx, e.idx)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if *paged {
+		agents = inPage(agents, idx, pg)
 	}
 	return agents, nil
 }
@@ -138,7 +183,7 @@ func ReadAgentList(d Tokens, full bool, maxRecords int, ro ReadOptions) ([]upstr
 // ReadAgent reads the single-agent document from d, as ReadProperty.
 func ReadAgent(d Tokens, ro ReadOptions) (upstream.Agent, error) {
 	var a upstream.Agent
-	err := decodeAnswer(d, "agent", "agent", true, 1, ro.Keep, func(e *node) error {
+	err := decodeAnswer(d, "agent", "agent", true, page{limit: 1}, ro.Keep, func(e *node) error {
 		var ok bool
 		if a, ok = parseAgent(e, true, ro.Report); !ok {
 			return fmt.Errorf("%w: agent id %q", ErrMalformed, attr(e, "id"))

@@ -25,6 +25,7 @@ func registerCRMFlaws(reg prometheus.Registerer, backends map[string]upstream.Ba
 		{"mislabelled_content_type", func(s crm.Stats) int64 { return s.Mislabelled }},
 		{"not_utf8", func(s crm.Stats) int64 { return s.Repaired }},
 		{"xml_1_1", func(s crm.Stats) int64 { return s.XML11 }},
+		{"ignored_paging", func(s crm.Stats) int64 { return s.PagedHere }},
 	}
 	for _, name := range slices.Sorted(maps.Keys(backends)) {
 		c, ok := backends[name].(*crm.Client)
@@ -51,7 +52,7 @@ func registerCRMFlaws(reg prometheus.Registerer, backends map[string]upstream.Ba
 		for _, f := range flaws {
 			m := prometheus.NewCounterFunc(prometheus.CounterOpts{
 				Name:        "listingproxy_crm_tolerated_total",
-				Help:        "Flaws of CRM answers that were served anyway: a value that could not be read, a content type that is not XML, bytes that are not UTF-8, an XML 1.1 declaration (read as 1.0).",
+				Help:        "Flaws of CRM answers that were served anyway: a value that could not be read, a content type that is not XML, bytes that are not UTF-8, an XML 1.1 declaration (read as 1.0), a list with more records than its limit (paged here).",
 				ConstLabels: prometheus.Labels{"backend": name, "flaw": f.name},
 			}, func() float64 { return float64(f.read(c.Stats())) })
 			if err := reg.Register(m); err != nil {

@@ -32,7 +32,6 @@ const checkEvery = 256
 var (
 	errTooManyElements = errors.New("answer has too many elements")
 	errTooDeep         = errors.New("answer nests too deep")
-	errTooManyRecords  = wire.ErrTooManyRecords
 )
 
 // limits bound the work of decoding one answer. Every field must be

@@ -178,7 +178,7 @@ type Client struct {
 	stats struct {
 		calls, docHits, docFetches, hydrations, fullLists atomic.Int64
 		badValues, mislabelled, repaired, xml11           atomic.Int64
-		transcoded, panics                                atomic.Int64
+		transcoded, panics, pagedHere                     atomic.Int64
 	}
 }
 
@@ -344,6 +344,7 @@ type Stats struct {
 	Mislabelled int64 // well-formed answers with a content type other than XML (text/html...)
 	Repaired    int64 // answers with bytes that were not UTF-8, read as Windows-1252
 	XML11       int64 // answers declaring XML 1.1, read as XML 1.0
+	PagedHere   int64 // list answers with more records than their limit (limit and offset ignored), paged here
 
 	// Transcoded counts answers in another encoding than UTF-8 (a declared
 	// ISO-8859-1 or Windows-1252, UTF-16), decoded to UTF-8.
@@ -372,6 +373,7 @@ func (c *Client) Stats() Stats {
 		Mislabelled: c.stats.mislabelled.Load(),
 		Repaired:    c.stats.repaired.Load(),
 		XML11:       c.stats.xml11.Load(),
+		PagedHere:   c.stats.pagedHere.Load(),
 		Transcoded:  c.stats.transcoded.Load(),
 
 		Panics: c.stats.panics.Load(),
@@ -439,7 +441,7 @@ func (c *Client) ListAgents(ctx context.Context, s upstream.Scope, cr normalize.
 func (c *Client) listAgents(ctx context.Context, s upstream.Scope, q url.Values, detail normalize.Detail) ([]upstream.Agent, error) {
 	var agents []upstream.Agent
 	err := c.call(ctx, s, withDetail(q, detail), []string{"agents.xml"}, func(d *boundedDecoder) (err error) {
-		agents, err = wire.ReadAgentList(d, detail == normalize.Full, maxRecords(q), c.readOptions(s))
+		agents, err = wire.ReadAgentList(d, detail == normalize.Full, maxRecords(q), c.listReadOptions(s, q))
 		return err
 	})
 	if err != nil {
@@ -489,7 +491,7 @@ func withDetail(q url.Values, detail normalize.Detail) url.Values {
 func (c *Client) fetchPropertyList(ctx context.Context, s upstream.Scope, q url.Values, detail normalize.Detail) ([]upstream.Property, error) {
 	var props []upstream.Property
 	err := c.call(ctx, s, withDetail(q, detail), []string{"properties.xml"}, func(d *boundedDecoder) (err error) {
-		props, err = wire.ReadPropertyList(d, c.zone(s.Country), detail == normalize.Full, maxRecords(q), c.readOptions(s))
+		props, err = wire.ReadPropertyList(d, c.zone(s.Country), detail == normalize.Full, maxRecords(q), c.listReadOptions(s, q))
 		return err
 	})
 	return props, err
@@ -507,6 +509,23 @@ func (c *Client) fetchPropertyDoc(ctx context.Context, s upstream.Scope, id int6
 // readOptions are the reader's options for an answer for s.
 func (c *Client) readOptions(s upstream.Scope) wire.ReadOptions {
 	return wire.ReadOptions{Report: c.report(s), Keep: c.passThrough}
+}
+
+// listReadOptions are the reader's options for a list answer for s to q: a
+// legacy that ignores limit and offset (sends more records than the limit)
+// is paged here, as one that ignores both (a script that pages implements
+// both), logged and counted.
+func (c *Client) listReadOptions(s upstream.Scope, q url.Values) wire.ReadOptions {
+	ro := c.readOptions(s)
+	if n, err := strconv.Atoi(q.Get("offset")); err == nil && n > 0 {
+		ro.Offset = n
+	}
+	ro.Paged = func(sent int) {
+		c.stats.pagedHere.Add(1)
+		c.log.Warn("crm: list answer with more records than its limit: limit and offset ignored by the CRM, paged here",
+			"tenant", s.Tenant, "country", s.Country, "limit", q.Get("limit"), "offset", q.Get("offset"), "records", sent)
+	}
+	return ro
 }
 
 // report returns the function that logs and counts the values of an answer

@@ -39,9 +39,10 @@
 //     one byte past the cap, so no buffer grows beyond it;
 //   - structure: more than Options.MaxElements elements (kept or skipped)
 //     or deeper than Options.MaxDepth fails the call;
-//   - records: a list may not hold more records than the limit it was
-//     asked for (the proxy always sends one), so tiny records, each ~25
-//     times its XML size in the model, cannot pile up;
+//   - records: of a list with more records than the limit it was asked
+//     for (the proxy always sends one; the legacy ignored paging), only
+//     the page is kept, and at most twice the limit is ever held, so tiny
+//     records, each ~25 times its XML size in the model, cannot pile up;
 //   - time: the decoder looks at the call's context every 256 tokens, so a
 //     body already buffered stops within microseconds of the deadline.
 //
@@ -85,7 +86,7 @@
 //	body larger than Options.MaxBodyBytes           failure: "body exceeds the size limit of N bytes"
 //	more than MaxElements elements, deeper than     failure: "answer has too many elements" /
 //	MaxDepth                                        "answer nests too deep"
-//	a list with more records than its limit asked   failure: "answer has too many records"
+//	a list with more records than its limit asked   served: paged here, [offset, offset+limit) (counted, logged)
 //	Options.Timeout elapsed (also mid-body)         failure: "upstream timed out after D"
 //	no slot or decode budget within Options.Timeout upstream.ErrBusy (not a failure: a local bound)
 //	connection refused, reset, DNS...               failure: "upstream request: ..."
