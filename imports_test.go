@@ -38,7 +38,7 @@ var importRules = map[string]importRule{
 	"upstream/sqlstore/demo": {notStd: []string{"database/sql"}},
 	"upstream/sqlstore": {own: []string{"normalize", "upstream", "upstream/sqlstore/demo"},
 		ext: append([]string{"github.com/cenkalti/backoff/v5", "github.com/jackc/pgx/v5", "github.com/go-sql-driver/mysql", "modernc.org/sqlite"}, otelAPI...)},
-	"upstream/crm":    {own: []string{"normalize", "upstream", "wire"}, ext: []string{"golang.org/x/sync/", "golang.org/x/text/", "github.com/beevik/etree"}},
+	"upstream/crm":    {own: []string{"internal/xmltext", "normalize", "upstream", "wire"}, ext: []string{"golang.org/x/sync/", "golang.org/x/text/", "github.com/beevik/etree"}},
 	"wire":            {own: []string{"normalize", "upstream"}, ext: []string{"github.com/beevik/etree"}, notStd: []string{"encoding/json", "reflect", "database/sql"}},
 	"cache":           {ext: append([]string{"github.com/dgraph-io/ristretto/v2", "golang.org/x/sync/"}, otelAPI...)},
 	"cache/redistier": {own: []string{"cache"}, ext: append([]string{"github.com/redis/go-redis/v9", "github.com/sony/gobreaker/v2", "golang.org/x/sync/"}, otelAPI...)},
@@ -51,10 +51,11 @@ var importRules = map[string]importRule{
 	"freshness":              {own: []string{"cache", "proxy", "telemetry", "upstream"}, notStd: []string{"database/sql"}},
 	"admin":                  {own: []string{"cache", "telemetry", "upstream/breaker"}, ext: []string{"golang.org/x/crypto/bcrypt", "golang.org/x/time/rate", "github.com/hashicorp/golang-lru/v2"}},
 	"config":                 {own: []string{"cache", "clientip", "upstream", "upstream/breaker"}, ext: []string{"gopkg.in/yaml.v3", "golang.org/x/crypto/bcrypt"}},
-	"docdiff":                {ext: []string{"github.com/beevik/etree"}},
+	"docdiff":                {own: []string{"internal/xmltext"}, ext: []string{"github.com/beevik/etree"}},
 	"internal/onewrite":      {},
 	"internal/tcpproxy":      {},
 	"internal/legacyfixture": {},
+	"internal/xmltext":       {ext: []string{"golang.org/x/text/"}},
 	"internal/testkit":       {own: []string{"normalize", "upstream"}},
 }
 

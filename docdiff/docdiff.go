@@ -61,6 +61,9 @@ func Detect(contentType string, body []byte) Format {
 	}
 	trimmed := bytes.TrimLeft(body, " \t\r\n\ufeff")
 	switch {
+	case bytes.HasPrefix(body, []byte("\xff\xfe")), bytes.HasPrefix(body, []byte("\xfe\xff")),
+		bytes.HasPrefix(body, []byte("<\x00")), bytes.HasPrefix(body, []byte("\x00<")):
+		return XML // UTF-16, by its byte order mark or its first "<"
 	case len(trimmed) == 0:
 		return Unknown
 	case trimmed[0] == '<':

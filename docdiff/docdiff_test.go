@@ -221,3 +221,42 @@ func replace(s, old, new string) string {
 	}
 	panic("replace: " + old + " not found")
 }
+
+// TestCompareEncodings: a legacy document in another encoding (a declared
+// ISO-8859-1 or windows-1252, UTF-16 with or without a byte order mark,
+// XML 1.1, whitespace before the declaration) compares equal to the same
+// document in UTF-8, as listingproxy's CRM adapter reads it, and is
+// detected as XML without a content type.
+func TestCompareEncodings(t *testing.T) {
+	t.Parallel()
+	const doc = `<property id="1"><suburb>Café</suburb><price>€1 © “q”</price></property>`
+	utf8Doc := []byte(`<?xml version="1.0" encoding="UTF-8"?>` + "\n" + doc)
+	utf16 := func(s string, be bool) []byte {
+		var b []byte
+		for _, r := range s {
+			if be {
+				b = append(b, byte(r>>8), byte(r))
+			} else {
+				b = append(b, byte(r), byte(r>>8))
+			}
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name string
+		old  []byte
+	}{
+		{"windows-1252", []byte("<?xml version=\"1.0\" encoding=\"windows-1252\"?>\n<property id=\"1\"><suburb>Caf\xe9</suburb><price>\x801 \xa9 \x93q\x94</price></property>")},
+		{"ISO-8859-1 with references", []byte("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n<property id=\"1\"><suburb>Caf\xe9</suburb><price>&#8364;1 \xa9 &#8220;q&#8221;</price></property>")},
+		{"UTF-16LE with BOM", append([]byte("\xff\xfe"), utf16(`<?xml version="1.0" encoding="UTF-16"?>`+doc, false)...)},
+		{"UTF-16BE without BOM", utf16(`<?xml version="1.0" encoding="UTF-16"?>`+doc, true)},
+		{"XML 1.1 after whitespace", []byte("\n  <?xml version=\"1.1\" encoding=\"UTF-8\"?>\n" + doc)},
+	} {
+		if f := Detect("text/html", tc.old); f != XML {
+			t.Errorf("%s: detected as %v, want XML", tc.name, f)
+		}
+		if d := Compare(tc.old, utf8Doc, XML); d != nil {
+			t.Errorf("%s: differences %v, want none", tc.name, d)
+		}
+	}
+}

@@ -1,20 +1,29 @@
 package docdiff
 
 import (
+	"bytes"
 	"encoding/xml"
 	"fmt"
 	"strings"
 
 	"github.com/beevik/etree"
+
+	"listingproxy/internal/xmltext"
 )
 
+// parseXML reads b in whatever encoding it is (internal/xmltext: a declared
+// ISO-8859-1 or windows-1252, UTF-16, XML 1.1 read as 1.0, stray bytes
+// read as Windows-1252), as listingproxy's CRM adapter reads a legacy
+// answer, so a legacy document and listingproxy's UTF-8 answer compare by
+// what they say.
 func parseXML(b []byte) (*etree.Element, error) {
 	doc := etree.NewDocument()
 	doc.ReadSettings = etree.ReadSettings{
-		Entity:   xml.HTMLEntity, // legacy documents sometimes carry &nbsp;
-		MaxDepth: 256,
+		Entity:        xml.HTMLEntity, // legacy documents sometimes carry &nbsp;
+		MaxDepth:      256,
+		CharsetReader: xmltext.CharsetReader,
 	}
-	if err := doc.ReadFromBytes(b); err != nil {
+	if _, err := doc.ReadFrom(xmltext.NewReader(bytes.NewReader(b))); err != nil {
 		return nil, err
 	}
 	root := doc.Root()

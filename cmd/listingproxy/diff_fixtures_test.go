@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -131,5 +132,23 @@ func TestDiffFixturePlanted(t *testing.T) {
 		"-paths", writePaths(t, "/au/properties/3301.xml"))
 	if err == nil || !strings.Contains(out, "/property/price_from: missing in new (old: <price_from>)") {
 		t.Errorf("noprice caller: %v\n%s\nwant price_from reported missing", err, out)
+	}
+}
+
+// TestDiffClassCorpus runs listingproxy diff over the corpus of legacy
+// document classes (internal/legacyfixture/testdata/classes: other
+// charsets, UTF-16, XML 1.1, namespaces, repeated and omitted elements):
+// the recorded documents against listingproxy in front of them, 0
+// differences, whatever their encoding.
+func TestDiffClassCorpus(t *testing.T) {
+	const dir = "../../internal/legacyfixture/testdata/classes"
+	_, front := startFixtureFront(t, dir)
+	paths, err := legacyfixture.Paths(dir)
+	if err != nil || len(paths) < 10 {
+		t.Fatalf("class paths %v, %v", paths, err)
+	}
+	out, err := runDiff(t, nil, "-new", front, "-new-user", "harbour", "-new-password", "pw", "-fixtures", dir)
+	if want := strconv.Itoa(len(paths)) + " paths, 0 differ, 0 failed\n"; err != nil || out != want {
+		t.Errorf("diff: %v\n%s\nwant %q", err, out, want)
 	}
 }

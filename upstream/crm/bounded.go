@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"listingproxy/internal/xmltext"
 	"listingproxy/upstream"
 	"listingproxy/wire"
 )
@@ -91,8 +92,8 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 type boundedDecoder struct {
 	ctx      context.Context
 	body     *boundedReader
-	text     *utf8Repair    // between body and rec: bytes that are not UTF-8
-	rec      *wire.Recorder // between text and dec: keeps records as written (wire.RawTokens)
+	text     *xmltext.Reader // between body and rec: the document in UTF-8
+	rec      *wire.Recorder  // between text and dec: keeps records as written (wire.RawTokens)
 	dec      *xml.Decoder
 	lim      limits
 	elements int
@@ -104,11 +105,11 @@ type boundedDecoder struct {
 // nil, is the answer's share of the decode budget.
 func newBoundedDecoder(ctx context.Context, r io.Reader, lim limits, g *grant) *boundedDecoder {
 	body := &boundedReader{ctx: ctx, r: r, max: lim.maxBytes, grant: g}
-	text := &utf8Repair{r: body}
+	text := xmltext.NewReader(body)
 	rec := wire.NewRecorder(text)
 	dec := xml.NewDecoder(rec) // a ByteReader: read directly, so offsets are rec's
 	dec.CharsetReader = func(charset string, input io.Reader) (io.Reader, error) {
-		r, err := charsetReader(charset, input)
+		r, err := xmltext.CharsetReader(charset, input)
 		if r != input {
 			rec.Disable() // the decoder now reads converted bytes: none is kept as written
 		}

@@ -12,8 +12,6 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"golang.org/x/text/encoding/charmap"
-
 	"listingproxy/upstream"
 	"listingproxy/wire"
 )
@@ -167,14 +165,14 @@ func (c *Client) call(ctx context.Context, s upstream.Scope, q url.Values, path 
 		c.stats.mislabelled.Add(1)
 		c.log.Warn("crm: XML answer with a content type that is not XML; served", "tenant", s.Tenant, "path", u.Path, "content_type", ct)
 	}
-	if d.text.repaired {
+	if d.text.Repaired() {
 		c.stats.repaired.Add(1)
 		c.log.Warn("crm: answer with bytes that are not UTF-8, read as Windows-1252", "tenant", s.Tenant, "path", u.Path)
 	}
-	if d.text.transcoded != "" {
+	if d.text.Transcoded() != "" {
 		c.stats.transcoded.Add(1)
 	}
-	if d.text.xml11 {
+	if d.text.XML11() {
 		c.stats.xml11.Add(1)
 		c.log.Warn("crm: answer declaring XML 1.1, read as XML 1.0", "tenant", s.Tenant, "path", u.Path)
 	}
@@ -222,19 +220,4 @@ func isXML(ct string) bool {
 		return false
 	}
 	return mt == "application/xml" || mt == "text/xml" || strings.HasSuffix(mt, "+xml")
-}
-
-// charsetReader is the decoder's CharsetReader, for a declaration that
-// utf8Repair did not rewrite (one longer than declMax): it decodes the
-// single-byte charsets of decoderOf; UTF-8 passes through; anything else
-// (UTF-16 named in bytes that are not, an unknown name) is refused.
-func charsetReader(charset string, input io.Reader) (io.Reader, error) {
-	enc := strings.ToLower(strings.TrimSpace(charset))
-	if isUTF8(enc) {
-		return input, nil
-	}
-	if e, ok := decoderOf(enc).(*charmap.Charmap); ok {
-		return e.NewDecoder().Reader(input), nil
-	}
-	return nil, fmt.Errorf("unsupported charset %q", charset)
 }

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/encoding/charmap"
+	"golang.org/x/text/encoding/unicode"
 
 	"listingproxy/normalize"
 	"listingproxy/upstream"
@@ -32,7 +33,7 @@ func encodeAs(doc, enc string) []byte {
 		}
 		var b []byte
 		if rest, ok := strings.CutPrefix(doc, "\ufeff"); ok { // a UTF-8 byte order mark before the declaration, as some scripts write
-			b, doc = []byte(utf8BOM), rest
+			b, doc = []byte("\xef\xbb\xbf"), rest
 		}
 		for _, r := range doc {
 			if c, ok := cm.EncodeRune(r); ok {
@@ -43,7 +44,15 @@ func encodeAs(doc, enc string) []byte {
 		}
 		return b
 	case "utf-16le", "utf-16be":
-		return []byte(utf16(doc, enc == "utf-16be"))
+		e := unicode.UTF16(unicode.LittleEndian, unicode.IgnoreBOM)
+		if enc == "utf-16be" {
+			e = unicode.UTF16(unicode.BigEndian, unicode.IgnoreBOM)
+		}
+		b, err := e.NewEncoder().Bytes([]byte(doc)) // a leading U+FEFF is the byte order mark
+		if err != nil {
+			panic(err)
+		}
+		return b
 	}
 	return []byte(doc)
 }

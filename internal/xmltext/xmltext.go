@@ -1,7 +1,17 @@
-package crm
+// Package xmltext turns an XML document in whatever encoding a legacy
+// endpoint writes into the UTF-8 document Go's XML decoder (and a
+// wire.Recorder above it) reads, as a stream: upstream/crm reads every
+// answer through it, and docdiff reads both sides of a comparison through
+// it, so the two agree on what a legacy document says. Standard library and
+// golang.org/x/text only. Hand-written rather than x/net/html/charset
+// because it must also rewrite the declaration (and never buffer more than
+// the declaration's head) so that the bytes above it can be kept as
+// written.
+package xmltext
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"strings"
 	"unicode/utf8"
@@ -12,8 +22,8 @@ import (
 	"golang.org/x/text/transform"
 )
 
-// utf8Repair turns a legacy answer into the UTF-8 document the decoder and
-// the wire.Recorder above it read, so that records are kept as written
+// Reader turns an XML document into the UTF-8 document the decoder and a
+// wire.Recorder above it read, so that records are kept as written
 // (docs/wire-format.md) whatever the legacy's encoding:
 //
 //   - A UTF-8 document (declared so, or undeclared) passes through, except
@@ -38,8 +48,8 @@ import (
 // declMax bytes) plus three bytes of an incomplete sequence, so it adds
 // nothing to the memory bound of an answer; it reads below the size cap,
 // so the cap counts the bytes as sent.
-type utf8Repair struct {
-	r          io.Reader
+type Reader struct {
+	r          io.Reader // the source; after the head, the decoded stream when transcoded
 	buf        [4096]byte
 	pending    []byte // the tail of a chunk: an incomplete sequence
 	out        []byte // converted, not yet returned
@@ -51,7 +61,21 @@ type utf8Repair struct {
 	err        error
 }
 
-func (u *utf8Repair) Read(p []byte) (int, error) {
+// NewReader reads the document r.
+func NewReader(r io.Reader) *Reader { return &Reader{r: r} }
+
+// Repaired reports whether some byte was not UTF-8 (read as Windows-1252).
+func (u *Reader) Repaired() bool { return u.repaired }
+
+// Transcoded returns the encoding decoded to UTF-8 (lower case, as
+// declared, or "utf-16le"/"utf-16be"), or "" when the document was UTF-8.
+func (u *Reader) Transcoded() string { return u.transcoded }
+
+// XML11 reports whether the document declared XML 1.1 (read as 1.0).
+func (u *Reader) XML11() bool { return u.xml11 }
+
+// Read reads the document, in UTF-8.
+func (u *Reader) Read(p []byte) (int, error) {
 	if !u.started {
 		u.start()
 	}
@@ -77,7 +101,7 @@ func (u *utf8Repair) Read(p []byte) (int, error) {
 }
 
 // repair returns chunk, repaired unless off.
-func (u *utf8Repair) repair(chunk []byte, final bool) []byte {
+func (u *Reader) repair(chunk []byte, final bool) []byte {
 	if u.off || utf8.Valid(chunk) { // valid as a whole: nothing cut at its end
 		return chunk
 	}
@@ -88,7 +112,7 @@ func (u *utf8Repair) repair(chunk []byte, final bool) []byte {
 // decoder between the source and Read when it is not UTF-8, and queues the
 // head (decoded, its declaration rewritten) as the first bytes to return.
 // Read errors are left to Read: the source gives them again.
-func (u *utf8Repair) start() {
+func (u *Reader) start() {
 	u.started = true
 	head := u.head(u.r, func(h []byte) bool { _, decided := sniff(h); return decided })
 	enc, _ := sniff(head)
@@ -112,7 +136,7 @@ func (u *utf8Repair) start() {
 
 // head reads r until enough reports true, declMax bytes are read, or r
 // fails, and returns what it read.
-func (u *utf8Repair) head(r io.Reader, enough func([]byte) bool) []byte {
+func (u *Reader) head(r io.Reader, enough func([]byte) bool) []byte {
 	var h []byte
 	for {
 		n, err := r.Read(u.buf[:])
@@ -126,7 +150,7 @@ func (u *utf8Repair) head(r io.Reader, enough func([]byte) bool) []byte {
 // convert appends chunk to dst with every byte outside valid UTF-8 read as
 // Windows-1252; unless final, an incomplete sequence at its end is kept for
 // the next chunk instead.
-func (u *utf8Repair) convert(dst, chunk []byte, final bool) []byte {
+func (u *Reader) convert(dst, chunk []byte, final bool) []byte {
 	for len(chunk) > 0 {
 		r, size := utf8.DecodeRune(chunk)
 		if r == utf8.RuneError && size <= 1 {
@@ -246,6 +270,21 @@ func rewriteDecl(head []byte, transcoded bool) ([]byte, bool) {
 		decl = decl[:at] + "UTF-8" + decl[at+len(v):]
 	}
 	return append([]byte(decl), s[end:]...), xml11
+}
+
+// CharsetReader is an xml.Decoder's CharsetReader for a declaration that
+// a Reader did not rewrite (one longer than declMax): it decodes the
+// single-byte charsets a Reader decodes; UTF-8 passes through; anything
+// else (UTF-16 named in bytes that are not, an unknown name) is refused.
+func CharsetReader(charset string, input io.Reader) (io.Reader, error) {
+	enc := strings.ToLower(strings.TrimSpace(charset))
+	if isUTF8(enc) {
+		return input, nil
+	}
+	if e, ok := decoderOf(enc).(*charmap.Charmap); ok {
+		return e.NewDecoder().Reader(input), nil
+	}
+	return nil, fmt.Errorf("unsupported charset %q", charset)
 }
 
 // isUTF8 reports whether enc (as sniff returns it) is UTF-8 or a subset.
