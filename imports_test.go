@@ -48,6 +48,8 @@ var importRules = map[string]importRule{
 	"telemetry": {own: []string{"cache", "clientip", "upstream", "upstream/breaker"},
 		ext: []string{"github.com/prometheus/client_golang/", "go.opentelemetry.io/"}, notStd: []string{"database/sql"}},
 	"statuspage":             {own: []string{"cache", "telemetry", "upstream/breaker"}},
+	"upstream/webhook":       {own: []string{"upstream"}, ext: []string{"github.com/hashicorp/golang-lru/v2", "golang.org/x/time/rate"}},
+	"upstream/poll":          {own: []string{"normalize", "upstream"}},
 	"freshness":              {own: []string{"cache", "proxy", "telemetry", "upstream"}, notStd: []string{"database/sql"}},
 	"admin":                  {own: []string{"cache", "telemetry", "upstream/breaker"}, ext: []string{"golang.org/x/crypto/bcrypt", "golang.org/x/time/rate", "github.com/hashicorp/golang-lru/v2"}},
 	"config":                 {own: []string{"cache", "clientip", "upstream", "upstream/breaker"}, ext: []string{"gopkg.in/yaml.v3", "golang.org/x/crypto/bcrypt"}},
@@ -56,6 +58,7 @@ var importRules = map[string]importRule{
 	"internal/tcpproxy":      {},
 	"internal/legacyfixture": {},
 	"internal/xmltext":       {ext: []string{"golang.org/x/text/"}},
+	"internal/crmchanges":    {own: []string{"upstream/webhook"}},
 	"internal/testkit":       {own: []string{"normalize", "upstream"}},
 }
 

@@ -121,6 +121,10 @@ type CRMBackend struct {
 	Timeout            Duration `yaml:"timeout"`         // per upstream call
 	MaxConcurrency     int      `yaml:"max_concurrency"` // ceiling of concurrent upstream calls (the adaptive limit's)
 	Hydrate            string   `yaml:"hydrate"`         // auto (the default), always or never
+	// PollInterval, when set, runs the change poller (the poll feed,
+	// docs/crm.md): every interval it reads each tenant's short list and
+	// purges what changed.
+	PollInterval Duration `yaml:"poll_interval"`
 	HydrateConcurrency int      `yaml:"hydrate_concurrency"`
 	DocTTL             Duration `yaml:"doc_ttl"` // reuse of per-property documents
 	MaxBodyBytes       ByteSize `yaml:"max_body_bytes"`
@@ -158,6 +162,10 @@ type Tenant struct {
 	// wire format does not, which every caller of the tenant may see;
 	// others reach only callers with both full and prices.
 	ExtraFields []string `yaml:"extra_fields"`
+	// WebhookSecret, when set, accepts the tenant's signed change
+	// webhooks (POST /hooks/changes/NAME on the public listener; the
+	// webhook feed, docs/crm.md). At least 16 bytes.
+	WebhookSecret string `yaml:"webhook_secret"`
 }
 
 // Compat are per-tenant compatibility switches for old clients of the

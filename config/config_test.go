@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -439,5 +440,42 @@ func TestCompat(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantProbs, []string(probs)); diff != "" {
 		t.Errorf("problems mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestFeedSettings: the change feeds' keys are checked where they are.
+func TestFeedSettings(t *testing.T) {
+	cfg := `listen: ":8080"
+backends:
+  db: {kind: sqlite, dsn: x.db, notify: true}
+  crm: {kind: crm, url: "http://127.0.0.1:9000", poll_interval: 100ms}
+  crm2: {kind: crm, url: "http://127.0.0.1:9001", poll_interval: 30s}
+tenants:
+  a: {backend: db, webhook_secret: short}
+  b: {backend: crm, upstream_username: u, upstream_password: p}
+  c: {backend: crm2, upstream_username: u, upstream_password: p, webhook_secret: "0123456789abcdef"}
+users:
+  - {username: u, password_bcrypt: "$2a$10$lZZjUks2xDyB1vxQtsPHceEx78gv.fildKhgToZSUq7nb.YaKf4NS", tenant: a}
+`
+	_, err := config.Parse("c.yaml", []byte(cfg), noEnv)
+	var got []string
+	if err != nil {
+		for _, l := range strings.Split(err.Error(), "\n") {
+			got = append(got, strings.TrimSpace(l))
+		}
+	}
+	for _, want := range []string{
+		`c.yaml:3: backends.db.notify: notify is PostgreSQL's change feed; a sqlite backend's: webhooks only (webhook_secret on its tenants)`,
+		`c.yaml:4: backends.crm.poll_interval: must be at least 1s (or 0: no poller), got 100ms`,
+		`c.yaml:7: tenants.a.webhook_secret: must be at least 16 bytes (it signs the tenant's change webhooks)`,
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("missing problem %q in:\n%s", want, strings.Join(got, "\n"))
+		}
+	}
+	for _, line := range got {
+		if strings.Contains(line, "crm2") || strings.Contains(line, "tenants.c") {
+			t.Errorf("a valid feed setting was refused: %s", line)
+		}
 	}
 }

@@ -107,6 +107,16 @@ var (
 )
 
 // validate returns every problem of a defaulted config, in a stable order.
+// kindFeeds says which change feeds each backend kind offers, for the
+// error that names a feed on the wrong kind (docs/configuration.md,
+// "Change feeds").
+var kindFeeds = map[string]string{
+	KindSQLite:   "webhooks only (webhook_secret on its tenants)",
+	KindPostgres: "notify: true, and webhook_secret on its tenants",
+	KindMySQL:    "webhooks (webhook_secret on its tenants)",
+	KindCRM:      "poll_interval, and webhook_secret on its tenants",
+}
+
 func (c *Config) validate() []problem {
 	var ps []problem
 	add := func(path, format string, args ...any) {
@@ -161,7 +171,7 @@ func (c *Config) validate() []problem {
 				add(p+".prepared_statements", "must not be negative (0: the default)")
 			}
 			if sb.Notify && b.Kind != KindPostgres {
-				add(p+".notify", "change notifications need a postgres backend")
+				add(p+".notify", "notify is PostgreSQL's change feed; a %s backend's: %s", b.Kind, kindFeeds[b.Kind])
 			}
 		case b.CRM != nil:
 			cb := b.CRM
@@ -195,6 +205,9 @@ func (c *Config) validate() []problem {
 			if cb.MaxOffset < 0 {
 				add(p+".max_offset", "must not be negative (0: no cap), got %d", cb.MaxOffset)
 			}
+			if pi := cb.PollInterval.D(); pi < 0 || pi > 0 && pi < time.Second {
+				add(p+".poll_interval", "must be at least 1s (or 0: no poller), got %s", pi)
+			}
 		case b.Kind == "":
 			add(p+".kind", "required (%s)", kindList())
 		default:
@@ -226,6 +239,9 @@ func (c *Config) validate() []problem {
 					add(fmt.Sprintf("%s.compat.json_single_object_items[%d]", p, i), "%q is not an element name (want e.g. property)", it)
 				}
 			}
+		}
+		if t.WebhookSecret != "" && len(t.WebhookSecret) < 16 {
+			add(p+".webhook_secret", "must be at least 16 bytes (it signs the tenant's change webhooks)")
 		}
 		if rl := t.RateLimit; rl != nil {
 			if !(rl.RequestsPerSecond > 0) || math.IsInf(rl.RequestsPerSecond, 0) {

@@ -114,6 +114,11 @@ type Options struct {
 	// Auth bounds the cost of authentication (bcrypt pool, failure
 	// throttling, memo size); see AuthOptions for the defaults.
 	Auth AuthOptions
+	// Webhooks, when set, serves POST /hooks/changes/{tenant}: a legacy
+	// system's signed change notifications (upstream/webhook), which
+	// authenticate by their signature, not by the API's credentials.
+	// Nil: that path is a 404 like any unknown one.
+	Webhooks http.Handler
 }
 
 // RequestInfo is what the proxy reports about an answered API request, for
@@ -241,6 +246,11 @@ func New(users []User, tenants []Tenant, o Options) (*Server, error) {
 	}
 	s.mux = http.NewServeMux()
 	s.routes()
+	if o.Webhooks != nil {
+		// Three segments whose second is neither "properties" nor
+		// "agents": no API route overlaps it.
+		s.mux.Handle("POST /hooks/changes/{tenant}", o.Webhooks)
+	}
 	return s, nil
 }
 

@@ -16,6 +16,7 @@ type feedMetrics struct {
 	gaps      *prometheus.CounterVec
 	lag       *prometheus.GaugeVec
 	lastEvent *prometheus.GaugeVec
+	pollCalls *prometheus.CounterVec
 }
 
 func newFeedMetrics() feedMetrics {
@@ -45,11 +46,15 @@ func newFeedMetrics() feedMetrics {
 			Name: "listingproxy_change_feed_last_event_timestamp_seconds",
 			Help: "Unix time of the last change or heartbeat a change feed reported.",
 		}, l),
+		pollCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "listingproxy_change_poll_backend_calls_total",
+			Help: "List calls the change poller made to its backend (its cost), by backend.",
+		}, []string{"backend"}),
 	}
 }
 
 func (f feedMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{f.up, f.held, f.changes, f.gaps, f.lag, f.lastEvent}
+	return []prometheus.Collector{f.up, f.held, f.changes, f.gaps, f.lag, f.lastEvent, f.pollCalls}
 }
 
 // FeedStarted exports a feed's series (down, not held, no changes) so that
@@ -61,7 +66,13 @@ func (m *Metrics) FeedStarted(backend, feed string) {
 	m.feeds.gaps.WithLabelValues(backend, feed)
 	m.feeds.lag.WithLabelValues(backend, feed)
 	m.feeds.lastEvent.WithLabelValues(backend, feed)
+	if feed == "poll" {
+		m.feeds.pollCalls.WithLabelValues(backend)
+	}
 }
+
+// PollCall counts a list call the change poller of backend made.
+func (m *Metrics) PollCall(backend string) { m.feeds.pollCalls.WithLabelValues(backend).Inc() }
 
 // FeedHeld records whether this process runs the feed.
 func (m *Metrics) FeedHeld(backend, feed string, held bool) {

@@ -5,11 +5,15 @@
 // request: latency with jitter, a random error rate (500 with an HTML page),
 // recurring outages (503) and a slow-drip body. GET /stats (no auth) counts
 // the requests it received; POST /stats/reset zeroes the counters.
+// POST /_crm/changes (no auth) changes its data as the CRM's users would
+// (changes.go) and, with -webhook, sends the signed change webhook a CRM
+// sends, so that listingproxy's change feeds are tested end to end.
 //
 //	legacy-crm [-listen 127.0.0.1:9000] [-db DSN] [-user NAME:PASSWORD:TENANT:PERMS]...
 //	           [-latency 300ms] [-jitter 50ms] [-error-rate 0.1] [-outage 30s/10s]
 //	           [-drip 100ms] [-drip-bytes 256] [-seed 1]
 //	           [-fixtures DIR] [-fixture-content-type TYPE]
+//	           [-webhook URL-WITH-{tenant}] [-webhook-secret TENANT=SECRET]...
 //
 // With -fixtures, a GET whose path names a file under DIR is answered with
 // that document as written (hand-written or recorded legacy answers with
@@ -39,6 +43,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"listingproxy/internal/crmchanges"
 	"listingproxy/internal/legacyfixture"
 	"listingproxy/proxy"
 	"listingproxy/upstream"
@@ -121,6 +126,8 @@ type handlerOptions struct {
 	Now    func() time.Time // the API's clock (open homes); default time.Now
 	Faults FaultOptions
 	Logger *slog.Logger // default: discard
+	// Changes serves POST /_crm/changes (a *crmchanges.Handler); nil: 404.
+	Changes http.Handler
 }
 
 // newHandler returns the stand-in: /stats and the listing API over backend
@@ -155,6 +162,9 @@ func newHandler(backend upstream.Backend, users []userSpec, f Faults, o handlerO
 	sh := statsHandler(stats)
 	mux.Handle("GET /stats", sh)
 	mux.Handle("POST /stats/reset", sh)
+	if o.Changes != nil {
+		mux.Handle("POST /_crm/changes", o.Changes)
+	}
 	mux.Handle("/", faults.Wrap(api))
 	return mux, stats, nil
 }
@@ -213,6 +223,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	verbose := fs.Bool("v", false, "log every request")
 	fixtures := fs.String("fixtures", "", "directory of legacy documents served for the paths they name (DIR/au/properties.xml), before the demo data")
 	fixtureType := fs.String("fixture-content-type", "text/html; charset=UTF-8", "Content-Type of the -fixtures documents (PHP's default by default)")
+	hookURL := fs.String("webhook", "", "after each change (POST /_crm/changes), send a signed webhook to this URL; {tenant} is replaced by the tenant, e.g. http://127.0.0.1:8080/hooks/changes/{tenant}")
+	secrets := secretFlags{}
+	fs.Var(secrets, "webhook-secret", "a tenant's webhook secret TENANT=SECRET, repeatable (a tenant without one gets no webhook)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -245,7 +258,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	defer st.Close()
-	h, _, err := newHandler(st, users, f, handlerOptions{Faults: FaultOptions{Seed: *seedFlag}, Logger: log})
+	wdb, err := crmchanges.OpenWriter(*dsn)
+	if err != nil {
+		return err
+	}
+	defer wdb.Close()
+	ch := crmchanges.New(wdb, crmchanges.Options{WebhookURL: *hookURL, Secrets: secrets})
+	h, _, err := newHandler(st, users, f, handlerOptions{Faults: FaultOptions{Seed: *seedFlag}, Logger: log, Changes: ch})
 	if err != nil {
 		return err
 	}
@@ -310,4 +329,18 @@ func accessLog(next http.Handler, log *slog.Logger) http.Handler {
 		next.ServeHTTP(sw, r)
 		log.Debug("request", "method", r.Method, "uri", r.URL.RequestURI(), "status", sw.code, "took", time.Since(start).Round(time.Microsecond).String())
 	})
+}
+
+// secretFlags collects -webhook-secret TENANT=SECRET flags.
+type secretFlags map[string][]byte
+
+func (s secretFlags) String() string { return fmt.Sprintf("%d tenants", len(s)) }
+
+func (s secretFlags) Set(v string) error {
+	t, secret, ok := strings.Cut(v, "=")
+	if !ok || t == "" || secret == "" {
+		return fmt.Errorf("webhook secret %q: want TENANT=SECRET", v)
+	}
+	s[t] = []byte(secret)
+	return nil
 }

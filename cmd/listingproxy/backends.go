@@ -84,7 +84,7 @@ var backendKinds = map[string]backendKind{
 	config.KindSQLite:   sqlKind,
 	config.KindPostgres: sqlKind,
 	config.KindMySQL:    sqlKind,
-	config.KindCRM:      {open: openCRM, concurrency: func(b config.Backend) int { return cmp.Or(b.CRM.MaxConcurrency, crm.DefaultMaxConcurrency) }, adaptive: true},
+	config.KindCRM:      {open: openCRM, concurrency: func(b config.Backend) int { return cmp.Or(b.CRM.MaxConcurrency, crm.DefaultMaxConcurrency) }, adaptive: true, feeds: crmFeeds},
 }
 
 var sqlKind = backendKind{open: openSQL, concurrency: func(b config.Backend) int { return sqlstore.PoolSize(b.Kind, b.SQL.MaxOpenConns) }, feeds: sqlFeeds}

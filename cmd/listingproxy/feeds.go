@@ -4,30 +4,42 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http"
 	"slices"
-	"time"
 
 	"listingproxy/cache"
 	"listingproxy/config"
 	"listingproxy/freshness"
+	"listingproxy/telemetry"
 	"listingproxy/upstream"
+	"listingproxy/upstream/poll"
 	"listingproxy/upstream/sqlstore"
+	"listingproxy/upstream/webhook"
 )
 
-// startFeeds opens the change feeds every backend's configuration asks
-// for (its kind's feeds function) and runs them (freshness.Start) until
-// the returned function is called. Without a cache there is nothing to
-// purge, and no feed runs.
-func startFeeds(cfg *config.Config, backends, decorated map[string]upstream.Backend, store *cache.Store, o freshness.Options) (func(), error) {
+// startFeeds opens the change feeds the configuration asks for (each
+// backend kind's feeds function, and a webhook receiver for the tenants
+// of any backend with webhook_secret) and runs them (freshness.Start)
+// until the returned function is called. hooks serves the receivers
+// (POST /hooks/changes/{tenant}); nil when no tenant has a secret.
+// Without a cache there is nothing to purge, and no feed runs.
+func startFeeds(cfg *config.Config, backends, decorated map[string]upstream.Backend, store *cache.Store, metrics *telemetry.Metrics, o freshness.Options) (stop func(), hooks http.Handler, err error) {
 	var feeds []freshness.Feed
+	receivers := map[string]*webhook.Receiver{} // by our tenant
 	for _, name := range slices.Sorted(maps.Keys(backends)) {
-		k := backendKinds[cfg.Backends[name].Kind]
-		if k.feeds == nil {
-			continue
+		e := feedEnv{name: name, cfg: cfg, opened: backends[name], decorated: decorated[name], log: o.Logger.With("backend", name), metrics: metrics}
+		var fs []upstream.ChangeFeed
+		if k := backendKinds[cfg.Backends[name].Kind]; k.feeds != nil {
+			if fs, err = k.feeds(e); err != nil {
+				return nil, nil, err
+			}
 		}
-		fs, err := k.feeds(feedEnv{name: name, cfg: cfg, opened: backends[name], decorated: decorated[name], log: o.Logger, now: o.Now})
+		rc, err := webhookFeed(e)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if rc != nil {
+			fs = append(fs, rc)
 		}
 		if len(fs) == 0 {
 			continue
@@ -36,21 +48,35 @@ func startFeeds(cfg *config.Config, backends, decorated map[string]upstream.Back
 			o.Logger.Warn("change feeds are off: the cache is disabled, so there is nothing to purge", "backend", name)
 			continue
 		}
-		byUpstream := map[string][]string{} // backend tenant -> our tenants
-		for _, tn := range slices.Sorted(maps.Keys(cfg.Tenants)) {
-			if t := cfg.Tenants[tn]; t.Backend == name {
-				byUpstream[t.UpstreamTenant] = append(byUpstream[t.UpstreamTenant], tn)
+		if rc != nil {
+			for _, tn := range rc.Tenants() {
+				receivers[tn] = rc
 			}
+		}
+		byUpstream := map[string][]string{} // backend tenant -> our tenants
+		for _, tn := range e.tenants() {
+			u := cfg.Tenants[tn].UpstreamTenant
+			byUpstream[u] = append(byUpstream[u], tn)
 		}
 		for _, f := range fs {
 			feeds = append(feeds, freshness.Feed{Backend: name, Feed: f, Tenants: byUpstream})
 		}
 	}
+	if len(receivers) > 0 {
+		hooks = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rc := receivers[r.PathValue("tenant")]
+			if rc == nil {
+				webhook.Refuse(w) // as a bad signature: which tenants exist is not said
+				return
+			}
+			rc.ServeHTTP(w, r)
+		})
+	}
 	if len(feeds) == 0 {
-		return func() {}, nil
+		return func() {}, hooks, nil
 	}
 	o.Purger = store
-	return freshness.Start(feeds, o), nil
+	return freshness.Start(feeds, o), hooks, nil
 }
 
 // feedEnv is what a backend kind's feeds function may use: the backend
@@ -61,7 +87,18 @@ type feedEnv struct {
 	cfg               *config.Config
 	opened, decorated upstream.Backend
 	log               *slog.Logger
-	now               func() time.Time
+	metrics           *telemetry.Metrics
+}
+
+// tenants are our tenants served from the backend, sorted.
+func (e feedEnv) tenants() []string {
+	var out []string
+	for _, tn := range slices.Sorted(maps.Keys(e.cfg.Tenants)) {
+		if e.cfg.Tenants[tn].Backend == e.name {
+			out = append(out, tn)
+		}
+	}
+	return out
 }
 
 // sqlFeeds are a SQL backend's feeds: PostgreSQL's NOTIFY with notify.
@@ -74,4 +111,52 @@ func sqlFeeds(e feedEnv) ([]upstream.ChangeFeed, error) {
 		return nil, fmt.Errorf("backend %s: notify: %T is not a SQL store", e.name, e.opened)
 	}
 	return []upstream.ChangeFeed{st.NotifyFeed()}, nil
+}
+
+// crmFeeds are a CRM backend's feeds: the poller with poll_interval.
+func crmFeeds(e feedEnv) ([]upstream.ChangeFeed, error) {
+	interval := e.cfg.Backends[e.name].CRM.PollInterval.D()
+	if interval <= 0 {
+		return nil, nil
+	}
+	var scopes []upstream.Scope
+	seen := map[string]bool{}
+	for _, tn := range e.tenants() {
+		u := e.cfg.Tenants[tn].UpstreamTenant
+		if seen[u] {
+			continue
+		}
+		seen[u] = true
+		for _, c := range e.cfg.Countries {
+			scopes = append(scopes, upstream.Scope{Tenant: u, Country: c})
+		}
+	}
+	if len(scopes) == 0 {
+		return nil, nil
+	}
+	p, err := poll.New(poll.Options{Backend: e.decorated, Scopes: scopes, Interval: interval, Logger: e.log,
+		Calls: func(upstream.Scope) { e.metrics.PollCall(e.name) }})
+	if err != nil {
+		return nil, fmt.Errorf("backend %s: %w", e.name, err)
+	}
+	return []upstream.ChangeFeed{p}, nil
+}
+
+// webhookFeed is the receiver of the backend's tenants that have a
+// webhook_secret; nil when none has.
+func webhookFeed(e feedEnv) (*webhook.Receiver, error) {
+	ts := map[string]webhook.Tenant{}
+	for _, tn := range e.tenants() {
+		if t := e.cfg.Tenants[tn]; t.WebhookSecret != "" {
+			ts[tn] = webhook.Tenant{Upstream: t.UpstreamTenant, Secret: []byte(t.WebhookSecret)}
+		}
+	}
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	rc, err := webhook.New(webhook.Options{Tenants: ts, Logger: e.log})
+	if err != nil {
+		return nil, fmt.Errorf("backend %s: %w", e.name, err)
+	}
+	return rc, nil
 }

@@ -229,11 +229,12 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		}
 	}
 	purged := func(p telemetry.Purge) { a.metrics.Purged(now(), p) }
-	stopFeeds, err := startFeeds(cfg, backends, decorated, a.cache, freshness.Options{Purged: purged, Metrics: a.metrics, Logger: log, Now: now})
+	stopFeeds, hooks, err := startFeeds(cfg, backends, decorated, a.cache, a.metrics, freshness.Options{Purged: purged, Metrics: a.metrics, Logger: log, Now: now})
 	if err != nil {
 		return nil, err
 	}
 	a.closers = append(a.closers, stopFeeds)
+	opts.Webhooks = hooks
 
 	a.srv, err = proxy.New(users, tenants, opts)
 	if err != nil {
