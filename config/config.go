@@ -117,14 +117,14 @@ type SQLBackend struct {
 // CRMBackend is the legacy CRM's XML API. A zero knob means crm's default
 // (crm.Default*).
 type CRMBackend struct {
-	URL                string   `yaml:"url"`
-	Timeout            Duration `yaml:"timeout"`         // per upstream call
-	MaxConcurrency     int      `yaml:"max_concurrency"` // ceiling of concurrent upstream calls (the adaptive limit's)
-	Hydrate            string   `yaml:"hydrate"`         // auto (the default), always or never
+	URL            string   `yaml:"url"`
+	Timeout        Duration `yaml:"timeout"`         // per upstream call
+	MaxConcurrency int      `yaml:"max_concurrency"` // ceiling of concurrent upstream calls (the adaptive limit's)
+	Hydrate        string   `yaml:"hydrate"`         // auto (the default), always or never
 	// PollInterval, when set, runs the change poller (the poll feed,
 	// docs/crm.md): every interval it reads each tenant's short list and
 	// purges what changed.
-	PollInterval Duration `yaml:"poll_interval"`
+	PollInterval       Duration `yaml:"poll_interval"`
 	HydrateConcurrency int      `yaml:"hydrate_concurrency"`
 	DocTTL             Duration `yaml:"doc_ttl"` // reuse of per-property documents
 	MaxBodyBytes       ByteSize `yaml:"max_body_bytes"`
