@@ -182,12 +182,20 @@ func (o Options) purgeHandler() http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		// With cache.shared the purge reaches every replica; when Redis
-		// cannot record it, it applied here only: 503, so that the
-		// operator (or their script) retries.
+		// With cache.shared the purge reaches every replica. When Redis
+		// cannot record it now, the shared tier retries until it has
+		// (ErrPurgePending): 202, nothing for the operator to do. Any
+		// other failure applied it here only: 503, so that the operator
+		// (or their script) retries.
 		fleetErr := o.Purger.PurgeContext(r.Context(), req.purge)
 		if o.Purged != nil {
 			o.Purged(telemetry.Purge{Source: "admin", Kind: req.kind, Mode: req.purge.Mode.String(), Tenant: req.purge.Tenant, Target: req.target})
+		}
+		if errors.Is(fleetErr, cache.ErrPurgePending) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusAccepted)
+			fmt.Fprintf(w, "purged %s on this replica; the shared tier has not recorded it for the fleet yet and retries until it has (%v)\n", req, fleetErr)
+			return
 		}
 		if fleetErr != nil {
 			http.Error(w, fmt.Sprintf("purged %s on this replica only: the shared tier could not record it for the fleet (%v); retry", req, fleetErr), http.StatusServiceUnavailable)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -29,14 +30,17 @@ const operator, password = "ops", "ops-secret"
 // fakePurger records the purges asked of it and fails those of tenant
 // failFor as a shared tier that cannot record them would.
 type fakePurger struct {
-	failFor string
-	got     []cache.Purge
+	failFor, pendingFor string
+	got                 []cache.Purge
 }
 
 func (f *fakePurger) PurgeContext(_ context.Context, p cache.Purge) error {
 	f.got = append(f.got, p)
-	if p.Tenant == f.failFor {
+	switch p.Tenant {
+	case f.failFor:
 		return errors.New("redis: connection refused")
+	case f.pendingFor:
+		return fmt.Errorf("%w: redistier: purge: no answer within the timeout", cache.ErrPurgePending)
 	}
 	return nil
 }
@@ -100,10 +104,10 @@ func TestHealthAndReadiness(t *testing.T) {
 
 func TestPurge(t *testing.T) {
 	t.Parallel()
-	p := &fakePurger{failFor: "summit"}
+	p := &fakePurger{failFor: "summit", pendingFor: "coast"}
 	var events []telemetry.Purge
 	do := serve(t, admin.Options{
-		Purger: p, Tenants: []string{"harbour", "summit"}, Resources: []string{"properties", "agent"},
+		Purger: p, Tenants: []string{"coast", "harbour", "summit"}, Resources: []string{"properties", "agent"},
 		Purged: func(e telemetry.Purge) { events = append(events, e) },
 	})
 	for _, tc := range []struct {
@@ -120,12 +124,13 @@ func TestPurge(t *testing.T) {
 		{"tenant", "tenant=harbour", true, 200, "purged tenant=harbour resource=all mode=soft"},
 		{"resource, hard", "tenant=harbour&resource=agent&mode=hard", true, 200, "purged tenant=harbour resource=agent mode=hard"},
 		{"not recorded for the fleet", "tenant=summit", true, 503, "purged tenant=summit resource=all mode=soft on this replica only: the shared tier could not record it for the fleet (redis: connection refused); retry"},
+		{"recorded for the fleet later", "tenant=coast&mode=hard", true, 202, "purged tenant=coast resource=all mode=hard on this replica; the shared tier has not recorded it for the fleet yet and retries until it has (purge not recorded for the fleet yet: retrying until it is: redistier: purge: no answer within the timeout)"},
 	} {
 		if status, body := do("POST", "/cache/purge?"+tc.query, tc.auth); status != tc.status || body != tc.body {
 			t.Errorf("%s: %d %q, want %d %q", tc.name, status, body, tc.status, tc.body)
 		}
 	}
-	wantPurges := []cache.Purge{{Tenant: "harbour", Mode: cache.Soft}, {Tenant: "harbour", Resource: "agent", Mode: cache.Hard}, {Tenant: "summit", Mode: cache.Soft}}
+	wantPurges := []cache.Purge{{Tenant: "harbour", Mode: cache.Soft}, {Tenant: "harbour", Resource: "agent", Mode: cache.Hard}, {Tenant: "summit", Mode: cache.Soft}, {Tenant: "coast", Mode: cache.Hard}}
 	if diff := cmp.Diff(wantPurges, p.got); diff != "" {
 		t.Errorf("purges (-want +got):\n%s", diff)
 	}
@@ -133,6 +138,7 @@ func TestPurge(t *testing.T) {
 		{Source: "admin", Kind: "tenant", Mode: "soft", Tenant: "harbour"},
 		{Source: "admin", Kind: "resource", Mode: "hard", Tenant: "harbour", Target: "agent"},
 		{Source: "admin", Kind: "tenant", Mode: "soft", Tenant: "summit"},
+		{Source: "admin", Kind: "tenant", Mode: "hard", Tenant: "coast"},
 	}
 	if diff := cmp.Diff(want, events); diff != "" {
 		t.Errorf("purge events (-want +got):\n%s", diff)
@@ -187,7 +193,9 @@ func TestBackends(t *testing.T) {
 			{Backend: "pg", Tenant: "harbour", State: breaker.StateOpen, RetryAfter: 3 * time.Second, LastError: "timeout", LastFailure: failed},
 			{Backend: "gone", Tenant: "x"},
 		},
-		SharedCache: func() admin.SharedCacheState { return admin.SharedCacheState{Synced: false, BreakerOpen: true} },
+		SharedCache: func() admin.SharedCacheState {
+			return admin.SharedCacheState{Synced: false, BreakerOpen: true, PurgesPending: 3}
+		},
 	})
 	status, body := do("GET", "/backends", true)
 	if status != 200 {
@@ -200,7 +208,7 @@ func TestBackends(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatalf("body %s: %v", body, err)
 	}
-	if diff := cmp.Diff(map[string]any{"synced": false, "breaker_open": true}, got.SharedCache); diff != "" {
+	if diff := cmp.Diff(map[string]any{"synced": false, "breaker_open": true, "purges_pending": 3.0}, got.SharedCache); diff != "" {
 		t.Errorf("/backends shared_cache (-want +got):\n%s", diff)
 	}
 	want := []map[string]any{

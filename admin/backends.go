@@ -32,6 +32,9 @@ type SharedCacheState struct {
 	// BreakerOpen is true while the tier's breaker refuses Redis
 	// operations (the replica caches alone).
 	BreakerOpen bool `json:"breaker_open"`
+	// PurgesPending is the number of purges applied on this replica and
+	// not yet recorded for the fleet (the tier retries them).
+	PurgesPending int64 `json:"purges_pending"`
 }
 
 // backendRow is one backend's entry in GET /backends.

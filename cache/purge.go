@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -98,7 +99,8 @@ func (s *Store) PurgeTags(tenant string, tags []Tag, mode PurgeMode) {
 // PurgeContext purges as Purge, PurgeAll and PurgeTags do (p.Epoch and
 // p.Lifetime are ignored). It returns an error when Options.Generations
 // could not record the purge for the other processes: it was then applied
-// to this Store only.
+// to this Store only, and, when the error wraps ErrPurgePending,
+// Generations goes on trying to record it.
 func (s *Store) PurgeContext(ctx context.Context, p Purge) error {
 	switch {
 	case p.All:
@@ -115,7 +117,11 @@ func (s *Store) PurgeContext(ctx context.Context, p Purge) error {
 		if err == nil {
 			err = fmt.Errorf("cache: generations returned epoch %d, not after %d", epoch, after)
 		}
-		s.log.Warn("cache: purge applied to this process only", "tenant", p.Tenant, "resource", p.Resource, "tags", len(p.Tags), "mode", p.Mode.String(), "err", err)
+		msg := "cache: purge applied to this process only"
+		if errors.Is(err, ErrPurgePending) {
+			msg = "cache: purge applied to this process; recording it for the others is pending"
+		}
+		s.log.Warn(msg, "tenant", p.Tenant, "resource", p.Resource, "tags", len(p.Tags), "mode", p.Mode.String(), "err", err)
 		epoch = after + 1
 	}
 	p.Epoch = epoch

@@ -2,8 +2,15 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"time"
 )
+
+// ErrPurgePending is wrapped by the error of a Generations.Purge that
+// could not record the purge now and keeps trying until it has: the
+// Store applies the purge here at once, and the other processes receive
+// it once it is recorded.
+var ErrPurgePending = errors.New("purge not recorded for the fleet yet: retrying until it is")
 
 // SecondTier is a cache shared with other processes (a fleet's Redis). The
 // Store consults it only inside a flight, after the flight's re-check of
@@ -44,7 +51,8 @@ type SecondTier interface {
 type Generations interface {
 	// Purge records p (its Epoch unset) for every process and returns its
 	// epoch, which must be larger than after (the largest epoch the
-	// Store has applied) and than every epoch recorded before.
+	// Store has applied) and than every epoch recorded before. An error
+	// wrapping ErrPurgePending says it will be recorded later.
 	Purge(ctx context.Context, p Purge, after uint64) (uint64, error)
 	// Watch starts delivering purges to apply: those recorded before
 	// (at once) and every later one, this process's own included; apply

@@ -57,10 +57,14 @@
 //
 // # Failure
 //
-// Every Redis operation is bounded by Options.Timeout and goes through a
-// breaker of its own (gobreaker): when Redis is slow or down the tier
-// answers "miss" and "load yourself" at once, purges apply locally only
-// (PurgeContext reports it), and the process goes on as a lone cache with
-// local coalescing. The subscription reconnects with a backoff; the
+// A caller waits for a Redis operation at most Options.Timeout; the
+// operation runs on, detached, to its own deadline (four times the
+// timeout, at least a second), and goes through a breaker of its own
+// (gobreaker) that counts only what Redis did, not how late a loaded
+// process read the answer (see call). When Redis is slow or down the tier
+// answers "miss" and "load yourself", and the process goes on as a lone
+// cache with local coalescing. A purge Redis cannot record now is applied
+// locally and kept pending: the tier records it as soon as Redis answers
+// (Purge, retryPurges). The subscription reconnects with a backoff; the
 // breaker closes after successful probes.
 package redistier

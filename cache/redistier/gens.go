@@ -2,6 +2,7 @@ package redistier
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -141,42 +142,165 @@ redis.call('HSET', KEYS[1], ARGV[1], e .. ':' .. hard)
 redis.call('PUBLISH', ARGV[4], e .. ' ' .. ARGV[5] .. ' ' .. ARGV[1])
 return e`)
 
-// Purge implements cache.Generations.
+// Purge implements cache.Generations. A purge that Redis cannot record
+// within Options.Timeout is not lost: it is pending (Stats.PurgesPending)
+// and the tier records it as soon as it can, retrying with a backoff
+// (retryPurges); Purge then returns an error wrapping
+// cache.ErrPurgePending, and the Store applies the purge here at once.
 func (t *Tier) Purge(ctx context.Context, p cache.Purge, after uint64) (uint64, error) {
+	t.pending.Add(1)
+	epoch, err := call(t, ctx, "purge", func(ctx context.Context) (uint64, error) {
+		return t.record(ctx, p, after)
+	}, func(_ uint64, err error, _ bool) {
+		if err != nil {
+			t.requeue(p, after)
+			return
+		}
+		t.pending.Add(-1)
+		t.purgesSent.Add(1)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", cache.ErrPurgePending, err)
+	}
+	return epoch, nil
+}
+
+// record records p in Redis and publishes it, in one script.
+func (t *Tier) record(ctx context.Context, p cache.Purge, after uint64) (uint64, error) {
 	hard, mode := "0", "s"
 	if p.Mode == cache.Hard {
 		hard, mode = "1", "h"
 	}
-	var epoch uint64
-	err := t.do(ctx, "purge", func(ctx context.Context) (err error) {
-		if len(p.Tags) > 0 {
-			now := time.Now()
-			args := make([]any, 0, 8+len(p.Tags))
-			args = append(args, hard, strconv.FormatUint(after, 10), t.purgeCh, mode, field(p),
-				now.UnixMilli(), now.Add(max(p.Lifetime, time.Minute)).UnixMilli(), t.maxRecords)
-			for _, tg := range p.Tags {
-				args = append(args, tagField(p.Tenant, tg))
-			}
-			epoch, err = purgeTagsScript.Run(ctx, t.rdb, []string{t.tagsKey, t.tagsExpKey, t.epochKey, t.gensKey}, args...).Uint64()
-			return err
+	if len(p.Tags) > 0 {
+		now := time.Now()
+		args := make([]any, 0, 8+len(p.Tags))
+		args = append(args, hard, strconv.FormatUint(after, 10), t.purgeCh, mode, field(p),
+			now.UnixMilli(), now.Add(max(p.Lifetime, time.Minute)).UnixMilli(), t.maxRecords)
+		for _, tg := range p.Tags {
+			args = append(args, tagField(p.Tenant, tg))
 		}
-		epoch, err = purgeScript.Run(ctx, t.rdb, []string{t.gensKey, t.epochKey},
-			field(p), hard, strconv.FormatUint(after, 10), t.purgeCh, mode).Uint64()
-		return err
-	})
-	if err != nil {
-		return 0, err
+		return purgeTagsScript.Run(ctx, t.rdb, []string{t.tagsKey, t.tagsExpKey, t.epochKey, t.gensKey}, args...).Uint64()
 	}
-	t.purgesSent.Add(1)
-	return epoch, nil
+	return purgeScript.Run(ctx, t.rdb, []string{t.gensKey, t.epochKey},
+		field(p), hard, strconv.FormatUint(after, 10), t.purgeCh, mode).Uint64()
+}
+
+// maxPendingPurges bounds the purges waiting to be recorded: past it,
+// they are widened to purges of their whole tenants (see requeue).
+const maxPendingPurges = 10_000
+
+// pendingPurge is a purge waiting to be recorded. seq tells a retry that
+// the entry it recorded has not been replaced (merged) since.
+type pendingPurge struct {
+	p     cache.Purge
+	after uint64
+	seq   uint64
+}
+
+// requeue makes p, whose recording failed, pending: retryPurges records
+// it. A pending purge of the same scope is merged with it (the harder
+// mode wins); past maxPendingPurges every pending purge is widened to its
+// tenant's (or everything), which bounds them by the number of tenants:
+// a wider purge than asked for, never a lost one.
+func (t *Tier) requeue(p cache.Purge, after uint64) {
+	t.retryMu.Lock()
+	defer t.retryMu.Unlock()
+	if t.retryQ == nil {
+		t.retryQ = map[string]pendingPurge{}
+	}
+	t.merge(p, after)
+	if len(t.retryQ) > maxPendingPurges {
+		old := t.retryQ
+		t.retryQ = make(map[string]pendingPurge, len(old)/8)
+		for _, pp := range old {
+			w := cache.Purge{All: pp.p.All, Tenant: pp.p.Tenant, Mode: pp.p.Mode}
+			if w.All {
+				w.Tenant = ""
+			}
+			t.merge(w, pp.after) // each purge merged counts itself out
+		}
+	}
+	if t.retryStop == nil && !t.retryClosed {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.retryStop, t.retryDone, t.retryKick = cancel, make(chan struct{}), make(chan struct{}, 1)
+		go t.retryPurges(ctx)
+	}
+	select {
+	case t.retryKick <- struct{}{}:
+	default:
+	}
+}
+
+// merge adds p to retryQ, merging it with a pending purge of the same
+// scope (retryMu held); that one and p are then one pending purge.
+func (t *Tier) merge(p cache.Purge, after uint64) {
+	p.Epoch = 0
+	f := field(p)
+	t.retrySeq++
+	if old, ok := t.retryQ[f]; ok {
+		p.Mode = max(p.Mode, old.p.Mode)
+		p.Lifetime = max(p.Lifetime, old.p.Lifetime)
+		after = max(after, old.after)
+		t.pending.Add(-1)
+	}
+	t.retryQ[f] = pendingPurge{p, after, t.retrySeq}
+}
+
+// retryPurges records the pending purges until none is left, waiting a
+// backoff (50ms, doubling to 1s) after a failure; it runs from the first
+// failed purge until Close.
+func (t *Tier) retryPurges(ctx context.Context) {
+	defer close(t.retryDone)
+	backoff := 50 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.retryKick:
+		}
+		for {
+			t.retryMu.Lock()
+			batch := make([]pendingPurge, 0, len(t.retryQ))
+			for _, pp := range t.retryQ {
+				batch = append(batch, pp)
+			}
+			t.retryMu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			failed := false
+			for _, pp := range batch {
+				if _, err := exec(t, ctx, "purge", func(ctx context.Context) (uint64, error) {
+					return t.record(ctx, pp.p, pp.after)
+				}); err != nil {
+					failed = true
+					break
+				}
+				t.purgesSent.Add(1)
+				t.retryMu.Lock()
+				if cur, ok := t.retryQ[field(pp.p)]; ok && cur.seq == pp.seq {
+					delete(t.retryQ, field(pp.p))
+					t.pending.Add(-1)
+				}
+				t.retryMu.Unlock()
+			}
+			if !failed {
+				backoff = 50 * time.Millisecond
+				continue
+			}
+			t.log.Debug("redistier: recording pending purges failed; retrying", "pending", t.pending.Load())
+			if !pause(ctx, &backoff) {
+				return
+			}
+		}
+	}
 }
 
 // Covering implements cache.Generations: the records of everything, k's
 // tenant and resource, and the tenant's tags among tags, in one round
 // trip (both hashes share a hash slot).
 func (t *Tier) Covering(ctx context.Context, k cache.Key, tags []cache.Tag) (uint64, error) {
-	var vals []any
-	err := t.do(ctx, "covering", func(ctx context.Context) error {
+	vals, err := call(t, ctx, "covering", func(ctx context.Context) ([]any, error) {
 		var scopes, byTag *redis.SliceCmd
 		_, err := t.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			scopes = p.HMGet(ctx, t.gensKey, "a", field(cache.Purge{Tenant: k.Tenant}),
@@ -191,14 +315,14 @@ func (t *Tier) Covering(ctx context.Context, k cache.Key, tags []cache.Tag) (uin
 			return nil
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		vals = scopes.Val()
+		vals := scopes.Val()
 		if byTag != nil {
 			vals = append(vals, byTag.Val()...)
 		}
-		return nil
-	})
+		return vals, nil
+	}, nil)
 	if err != nil {
 		return 0, err
 	}

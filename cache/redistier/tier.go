@@ -85,6 +85,13 @@ type Stats struct {
 	// PurgesSent counts purges recorded; PurgesReceived those delivered
 	// from the subscription (this process's own included).
 	PurgesSent, PurgesReceived uint64
+	// PurgesPending is the number of purges applied here and not yet
+	// recorded for the fleet: the tier retries them until they are.
+	PurgesPending int64
+	// Slow counts operations a caller stopped waiting for at
+	// Options.Timeout; each went on to its own end, and only a failure
+	// there counts in Errors.
+	Slow uint64
 	// BreakerOpen is true while the breaker refuses operations.
 	BreakerOpen bool
 	// Synced is true once every purge recorded in Redis has been read
@@ -102,6 +109,9 @@ type Tier struct {
 	maxSize int64
 	timeout time.Duration
 	lease   time.Duration
+	// deadline bounds one operation, which a caller waits for at most
+	// timeout (see call).
+	deadline time.Duration
 	// maxRecords bounds the tags hash (Options.MaxRecords).
 	maxRecords int
 	log        *slog.Logger
@@ -124,8 +134,19 @@ type Tier struct {
 	// last (re)started (see Synced).
 	synced atomic.Bool
 
-	hits, misses, errs, sets, oversize, damaged atomic.Uint64
-	leaseWaits, peerFills, purgesSent, purgesIn atomic.Uint64
+	hits, misses, errs, sets, oversize, damaged, slow atomic.Uint64
+	leaseWaits, peerFills, purgesSent, purgesIn       atomic.Uint64
+
+	// pending counts purges not recorded in Redis yet: being recorded, or
+	// in retryQ (see requeue).
+	pending     atomic.Int64
+	retryMu     sync.Mutex
+	retryQ      map[string]pendingPurge // by field(p)
+	retrySeq    uint64
+	retryStop   context.CancelFunc // nil until the first requeue
+	retryClosed bool               // Close has run: no more retries start
+	retryDone   chan struct{}
+	retryKick   chan struct{}
 }
 
 // note is what a waiting Claim hears about a fill: written (an entry was
@@ -159,8 +180,8 @@ func New(rdb redis.UniversalClient, o Options) *Tier {
 	}
 	t := &Tier{
 		rdb: rdb, prefix: o.KeyPrefix, maxSize: o.MaxEntryBytes, timeout: o.Timeout, lease: o.Lease,
-		maxRecords: o.MaxRecords,
-		log:        o.Logger, observe: o.Observe,
+		maxRecords: o.MaxRecords, deadline: deadline(o.Timeout),
+		log: o.Logger, observe: o.Observe,
 		filledCh: o.KeyPrefix + "filled", purgeCh: o.KeyPrefix + "purge",
 		gensKey: o.KeyPrefix + "{gens}", epochKey: o.KeyPrefix + "{gens}:epoch",
 		tagsKey: o.KeyPrefix + "{gens}:tags", tagsExpKey: o.KeyPrefix + "{gens}:tags:exp",
@@ -189,8 +210,9 @@ func (t *Tier) Stats() Stats {
 		Sets: t.sets.Load(), Oversize: t.oversize.Load(), Damaged: t.damaged.Load(),
 		LeaseWaits: t.leaseWaits.Load(), PeerFills: t.peerFills.Load(),
 		PurgesSent: t.purgesSent.Load(), PurgesReceived: t.purgesIn.Load(),
-		BreakerOpen: t.cb.State() == gobreaker.StateOpen,
-		Synced:      t.synced.Load(),
+		BreakerOpen:   t.cb.State() == gobreaker.StateOpen,
+		Synced:        t.synced.Load(),
+		PurgesPending: t.pending.Load(), Slow: t.slow.Load(),
 	}
 }
 
@@ -206,7 +228,9 @@ func (t *Tier) Synced() bool { return t.synced.Load() }
 // other processes' fills and purges.
 func (t *Tier) Subscribed() <-chan struct{} { return t.subscribed }
 
-// Close stops the subscription. Close the cache first.
+// Close stops the subscription and the retries of pending purges (a
+// purge still pending is lost with the process, and logged). Close the
+// cache first.
 func (t *Tier) Close() {
 	t.mu.Lock()
 	stop := t.stop
@@ -215,16 +239,39 @@ func (t *Tier) Close() {
 		stop()
 		<-t.done
 	}
+	t.retryMu.Lock()
+	rstop, rdone := t.retryStop, t.retryDone
+	t.retryClosed = true
+	t.retryMu.Unlock()
+	if rstop != nil {
+		rstop()
+		<-rdone
+	}
+	if n := t.pending.Load(); n > 0 {
+		t.log.Warn("redistier: purges not recorded for the fleet at close: the other replicas keep the purged entries until they expire or are purged again", "pending", n)
+	}
 }
 
-// do runs one Redis operation within Options.Timeout through the breaker.
-// redis.Nil is a result, not a failure.
-func (t *Tier) do(ctx context.Context, op string, f func(ctx context.Context) error) error {
+// errSlow is what a caller hears when Redis has not answered within
+// Options.Timeout: it goes on without (a miss, a local load, a purge
+// pending) while the operation itself runs on to its deadline.
+var errSlow = errors.New("no answer within the timeout (the operation goes on)")
+
+// deadline is how long one Redis operation may run before it counts as a
+// failure (errors, the breaker): four times timeout, at least a second.
+func deadline(timeout time.Duration) time.Duration { return max(4*timeout, time.Second) }
+
+// exec runs one Redis operation through the breaker, within the
+// operation's deadline (see call). redis.Nil is a result, not a failure.
+func exec[T any](t *Tier, ctx context.Context, op string, f func(ctx context.Context) (T, error)) (T, error) {
 	start := time.Now()
+	var v T
 	_, err := t.cb.Execute(func() (any, error) {
-		ctx, cancel := context.WithTimeout(ctx, t.timeout)
+		ctx, cancel := context.WithTimeout(ctx, t.deadline)
 		defer cancel()
-		if err := f(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		var err error
+		v, err = f(ctx)
+		if err != nil && !errors.Is(err, redis.Nil) {
 			return nil, err
 		}
 		return nil, nil
@@ -236,6 +283,73 @@ func (t *Tier) do(ctx context.Context, op string, f func(ctx context.Context) er
 	if t.observe != nil {
 		t.observe(op, time.Since(start), err)
 	}
+	return v, err
+}
+
+// call runs one Redis operation (exec) and waits for it at most
+// Options.Timeout (or until ctx ends): a caller on a request's path
+// never waits longer, but the operation runs on, detached, to its own
+// deadline, and only its own outcome counts as a success or a failure.
+// On a loaded machine a goroutine may be scheduled tens of milliseconds
+// late; a bound on the whole operation then failed answers that Redis
+// had sent in time, and opened the breaker on a healthy Redis. So the
+// wait is the request's bound and the breaker counts what Redis did.
+// then, when not nil, runs with the operation's outcome when it ends,
+// and late: true when the caller had stopped waiting (so that, say, a
+// lease taken after its claimer gave up is released). This is
+// hand-written because go-redis has one deadline per command, and the
+// two bounds must differ.
+func call[T any](t *Tier, ctx context.Context, op string, f func(ctx context.Context) (T, error), then func(v T, err error, late bool)) (T, error) {
+	if t.cb.State() == gobreaker.StateOpen { // refused at once: no goroutine
+		v, err := exec(t, ctx, op, f)
+		if then != nil {
+			then(v, err, false)
+		}
+		return v, err
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	res := make(chan result, 1)
+	// state: 0 running, 1 answered (the caller takes the result), 2 the
+	// caller gave up. Whoever moves it from 0 decides.
+	var state atomic.Int32
+	go func() {
+		v, err := exec(t, context.WithoutCancel(ctx), op, f)
+		res <- result{v, err}
+		late := !state.CompareAndSwap(0, 1)
+		if then != nil {
+			then(v, err, late)
+		}
+	}()
+	wait := time.NewTimer(t.timeout)
+	defer wait.Stop()
+	select {
+	case r := <-res:
+		return r.v, r.err
+	case <-wait.C:
+	case <-ctx.Done():
+	}
+	if !state.CompareAndSwap(0, 2) { // answered meanwhile: the result is there
+		r := <-res
+		return r.v, r.err
+	}
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, fmt.Errorf("redistier: %s: %w", op, err)
+	}
+	t.slow.Add(1)
+	return zero, fmt.Errorf("redistier: %s: %w", op, errSlow)
+}
+
+// do is call for operations without a result.
+func (t *Tier) do(ctx context.Context, op string, f func(ctx context.Context) error, then func(error)) error {
+	var th func(struct{}, error, bool)
+	if then != nil {
+		th = func(_ struct{}, err error, _ bool) { then(err) }
+	}
+	_, err := call(t, ctx, op, func(ctx context.Context) (struct{}, error) { return struct{}{}, f(ctx) }, th)
 	return err
 }
 
@@ -268,20 +382,19 @@ func (t *Tier) Get(ctx context.Context, k cache.Key) (*cache.Entry, uint64, erro
 // its fill checked with Covering).
 func (t *Tier) get(ctx context.Context, k cache.Key) (*cache.Entry, uint64, error) {
 	eid := id(k)
-	var raw []byte
-	var size int64
-	err := t.do(ctx, "get", func(ctx context.Context) error {
-		v, err := getScript.Run(ctx, t.rdb, []string{t.entryKey(eid)}, t.maxSize).Result()
-		switch v := v.(type) {
-		case string:
-			raw = []byte(v)
-		case int64:
-			size = v
-		}
-		return err
-	})
+	v, err := call(t, ctx, "get", func(ctx context.Context) (any, error) {
+		return getScript.Run(ctx, t.rdb, []string{t.entryKey(eid)}, t.maxSize).Result()
+	}, nil)
 	if err != nil {
 		return nil, 0, err
+	}
+	var raw []byte
+	var size int64
+	switch v := v.(type) {
+	case string:
+		raw = []byte(v)
+	case int64:
+		size = v
 	}
 	if size > 0 {
 		t.oversize.Add(1)
@@ -326,15 +439,22 @@ func (t *Tier) Claim(ctx context.Context, k cache.Key) (*cache.Entry, uint64, er
 	for {
 		ch := t.register(eid)
 		token := rand.Text()
-		var took bool
-		var left time.Duration
-		err := t.do(ctx, "claim", func(ctx context.Context) (err error) {
-			took, err = t.rdb.SetNX(ctx, t.leaseKey(eid), token, t.lease).Result()
-			if err == nil && !took {
-				left, err = t.rdb.PTTL(ctx, t.leaseKey(eid)).Result()
+		type claimed struct {
+			took bool
+			left time.Duration
+		}
+		c, err := call(t, ctx, "claim", func(ctx context.Context) (c claimed, err error) {
+			c.took, err = t.rdb.SetNX(ctx, t.leaseKey(eid), token, t.lease).Result()
+			if err == nil && !c.took {
+				c.left, err = t.rdb.PTTL(ctx, t.leaseKey(eid)).Result()
 			}
-			return err
+			return c, err
+		}, func(c claimed, err error, late bool) {
+			if late && err == nil && c.took { // taken after we gave up and loaded: free it
+				t.release(context.WithoutCancel(ctx), eid, token, eid+" retry")
+			}
 		})
+		took, left := c.took, c.left
 		if err != nil || took {
 			t.unregister(eid, ch)
 			if took {
@@ -474,20 +594,21 @@ func (t *Tier) Set(ctx context.Context, k cache.Key, gen uint64, e *cache.Entry,
 		return
 	}
 	tok := t.token(eid)
-	err := t.do(ctx, "set", func(ctx context.Context) error {
+	_ = t.do(ctx, "set", func(ctx context.Context) error {
 		return setScript.Run(ctx, t.rdb, []string{t.entryKey(eid), t.leaseKey(eid)},
 			val, ttl.Milliseconds()+1, tok, t.filledCh, eid+" ok").Err()
+	}, func(err error) {
+		if err == nil {
+			t.sets.Add(1)
+			return
+		}
+		// The write failed (or its answer was lost): release the lease
+		// if it is still ours and tell the waiters to claim again, so
+		// that they do not wait out the lease. (If the write did happen,
+		// the lease is gone already: the waiters find it free, claim it
+		// and load once more, never more than one call per replica.)
+		t.release(context.WithoutCancel(ctx), eid, tok, eid+" retry")
 	})
-	if err == nil {
-		t.sets.Add(1)
-		return
-	}
-	// The write failed (or its answer was lost): release the lease if it
-	// is still ours and tell the waiters to claim again, so that they do
-	// not wait out the lease. (If the write did happen, the lease is
-	// gone already and the waiters find the lease free, claim it and
-	// load once more: never more than one call per replica.)
-	t.release(ctx, eid, tok, eid+" retry")
 }
 
 // Abandon implements cache.SecondTier.
@@ -504,7 +625,7 @@ func (t *Tier) Abandon(ctx context.Context, k cache.Key, failed error) {
 func (t *Tier) release(ctx context.Context, eid, tok, msg string) {
 	_ = t.do(ctx, "abandon", func(ctx context.Context) error {
 		return releaseScript.Run(ctx, t.rdb, []string{t.leaseKey(eid)}, tok, t.filledCh, msg).Err()
-	})
+	}, nil)
 }
 
 // ClientOptions say how to reach Redis (cmd builds them from
@@ -534,9 +655,10 @@ func Dial(o ClientOptions) (redis.UniversalClient, error) {
 	}
 	uo := &redis.UniversalOptions{
 		Addrs: o.Addrs, MasterName: o.MasterName, Username: o.Username, Password: o.Password, DB: o.DB,
-		// Timeouts are the tier's per-operation bound; retries are its
-		// breaker's business.
-		DialTimeout: max(o.Timeout, 200*time.Millisecond), ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
+		// Timeouts are the tier's per-operation deadline (a caller waits
+		// at most o.Timeout, see call); retries are its breaker's
+		// business.
+		DialTimeout: max(o.Timeout, 200*time.Millisecond), ReadTimeout: deadline(o.Timeout), WriteTimeout: deadline(o.Timeout),
 		ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1,
 	}
 	if o.TLSEnabled {

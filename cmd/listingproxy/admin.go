@@ -35,7 +35,7 @@ func (a *app) adminOptions(cfg *config.Config, backends map[string]upstream.Back
 	if a.shared != nil {
 		o.SharedCache = func() admin.SharedCacheState {
 			st := a.shared.Stats()
-			return admin.SharedCacheState{Synced: st.Synced, BreakerOpen: st.BreakerOpen}
+			return admin.SharedCacheState{Synced: st.Synced, BreakerOpen: st.BreakerOpen, PurgesPending: st.PurgesPending}
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(backends)) {

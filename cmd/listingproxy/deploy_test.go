@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,7 +15,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"gopkg.in/yaml.v3"
+
+	"listingproxy/cache/redistier"
 )
 
 // The PromQL the dashboard and the alert rules under deploy/ hold, with
@@ -247,6 +252,15 @@ func TestDeployQueriesNameExportedMetrics(t *testing.T) {
 		t.Fatalf("purge: %d %s", w.Code, w.Body)
 	}
 	types, text := exportedMetrics(t, a.admin)
+	// The shared tier's families, exported with cache.shared (which this
+	// service has not): registered as sharedTier does.
+	sharedReg := prometheus.NewRegistry()
+	if err := registerShared(sharedReg, func() redistier.Stats { return redistier.Stats{} },
+		prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "listingproxy_shared_cache_operation_seconds"}, []string{"op", "result"})); err != nil {
+		t.Fatal(err)
+	}
+	sharedTypes, _ := exportedMetrics(t, promhttp.HandlerFor(sharedReg, promhttp.HandlerOpts{}))
+	maps.Copy(types, sharedTypes)
 	for _, want := range []string{
 		`listingproxy_cache_purges_total{kind="tenant",mode="soft",source="admin"} 1`,
 		`listingproxy_tenant_requests_total{backend="demo",cache="hit",tenant="harbour"} 1`,

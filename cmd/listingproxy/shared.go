@@ -72,7 +72,8 @@ func registerShared(reg prometheus.Registerer, stats func() redistier.Stats, lat
 		latency,
 		counter("listingproxy_shared_cache_hits_total", "Second-tier reads that found an entry.", func(s redistier.Stats) uint64 { return s.Hits }),
 		counter("listingproxy_shared_cache_misses_total", "Second-tier reads that found none.", func(s redistier.Stats) uint64 { return s.Misses }),
-		counter("listingproxy_shared_cache_errors_total", "Redis operations that failed (timeout, Redis down, breaker open).", func(s redistier.Stats) uint64 { return s.Errors }),
+		counter("listingproxy_shared_cache_errors_total", "Redis operations that failed (no answer within their deadline, Redis down, breaker open).", func(s redistier.Stats) uint64 { return s.Errors }),
+		counter("listingproxy_shared_cache_slow_total", "Redis operations a request stopped waiting for at cache.shared.timeout; each went on, and counts as an error only if it failed.", func(s redistier.Stats) uint64 { return s.Slow }),
 		counter("listingproxy_shared_cache_writes_total", "Entries written to the second tier.", func(s redistier.Stats) uint64 { return s.Sets }),
 		counter("listingproxy_shared_cache_oversize_total", "Entries too large for the second tier (cache.shared.max_entry_bytes): not written, or found in Redis and not read.", func(s redistier.Stats) uint64 { return s.Oversize }),
 		counter("listingproxy_shared_cache_damaged_total", "Second-tier entries read whose checksum or structure was wrong: a miss each, never served.", func(s redistier.Stats) uint64 { return s.Damaged }),
@@ -89,6 +90,10 @@ func registerShared(reg prometheus.Registerer, stats func() redistier.Stats, lat
 			}
 			return 0
 		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "listingproxy_shared_cache_purges_pending",
+			Help: "Purges applied on this replica and not yet recorded for the fleet in Redis; the replica retries them until they are.",
+		}, func() float64 { return float64(stats().PurgesPending) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "listingproxy_shared_cache_synced",
 			Help: "1 once the replica has read every purge recorded in Redis since its subscription (re)started; 0 before, while it serves nothing it reads from Redis.",
