@@ -1,6 +1,7 @@
 package crm
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -114,5 +115,34 @@ func TestDeclaredCharsets(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestXML11: a document declaring XML 1.1 is read as 1.0, served declared
+// 1.0, counted and logged; one using what only 1.1 allows (a control
+// character as a reference) fails as malformed, with the parser's
+// message: the 503 every malformed answer gets, counted as a failure.
+func TestXML11(t *testing.T) {
+	const rec = `<property id="1" last_updated="Tue Nov 03 10:00:00 +1300 2026"><agency_id>A</agency_id><suburb>%s</suburb></property>`
+	body := ""
+	f := newFakeCRM(t, func(w http.ResponseWriter, r *http.Request, user string) { writeXML(w, body) })
+	c := newTestClient(t, f, Options{PassThrough: true, Hydrate: HydrateNever})
+
+	body = `<?xml version="1.1" encoding="UTF-8"?>` + "\n" + strings.Replace(rec, "%s", "Mangere", 1)
+	p, err := c.GetProperty(t.Context(), harbourNZ, 1)
+	if err != nil {
+		t.Fatalf("XML 1.1: %v", err)
+	}
+	if got := string(wire.AppendProperty(nil, wire.XML, &p, wire.Options{Unknown: true, Prices: true})); !strings.HasPrefix(got, `<?xml version="1.0" encoding="UTF-8"?>`+"\n<property") {
+		t.Errorf("XML 1.1 served as:\n%s", got)
+	}
+	if got := c.Stats().XML11; got != 1 {
+		t.Errorf("Stats.XML11 = %d, want 1", got)
+	}
+
+	body = `<?xml version="1.1" encoding="UTF-8"?>` + "\n" + strings.Replace(rec, "%s", "bell&#7;", 1)
+	_, err = c.GetProperty(t.Context(), harbourNZ, 1)
+	if !errors.Is(err, errMalformed) || !strings.Contains(err.Error(), "illegal character code U+0007") {
+		t.Errorf("XML 1.1 with a control character: %v, want malformed XML naming it", err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +135,17 @@ func readLegacy(body []byte) ([]upstream.Property, error) {
 func FuzzLegacyAnswer(f *testing.F) {
 	for _, s := range legacySeeds() {
 		f.Add(s)
+	}
+	classes, err := filepath.Glob("../../internal/legacyfixture/testdata/classes/au/*/*.xml")
+	if err != nil || len(classes) == 0 {
+		f.Fatalf("class corpus: %v", err)
+	}
+	for _, name := range append(classes, "../../internal/legacyfixture/testdata/classes/au/properties.xml") {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		ps, err := readLegacy(body)
