@@ -237,7 +237,10 @@ func TestDeployQueriesNameExportedMetrics(t *testing.T) {
 		http.Error(w, "down", http.StatusInternalServerError)
 	}))
 	defer crm.Close()
-	a := crmDemoApp(t, crm.URL, [2]string{"  harbour: {backend: demo}", "  harbour: {backend: demo, rate_limit: {requests_per_second: 1000}}"})
+	// With both of the CRM's change feeds, so their series are exported.
+	a := crmDemoApp(t, crm.URL, [2]string{"  harbour: {backend: demo}", "  harbour: {backend: demo, rate_limit: {requests_per_second: 1000}}"},
+		[2]string{"upstream_password: summit-crm}", `upstream_password: summit-crm, webhook_secret: "0123456789abcdef"}`},
+		[2]string{"timeout: 5s}", "timeout: 5s, poll_interval: 1h}"})
 	for range 2 {
 		demoGet(t, a.handler, "harbour", "/au/properties.json?limit=2")
 	}
