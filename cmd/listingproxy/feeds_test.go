@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +18,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"listingproxy/config"
 	"listingproxy/internal/crmchanges"
 	"listingproxy/internal/testkit"
 	"listingproxy/proxy"
@@ -101,6 +104,13 @@ func (c *crmStandIn) change(t *testing.T, body string) (id int64, hook int) {
 // a one-hour ttl, so only a feed can explain a new body.
 func crmFeedApp(t *testing.T, crm *crmStandIn, poll string) *app {
 	t.Helper()
+	return newAppFrom(t, crmFeedConfig(t, crm, poll, ""))
+}
+
+// crmFeedConfig writes crmFeedApp's configuration, with extra cache keys
+// (indented for cache:) and returns its path.
+func crmFeedConfig(t *testing.T, crm *crmStandIn, poll, cacheExtra string) string {
+	t.Helper()
 	hash := func(pw string) string {
 		h, _ := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
 		return string(h)
@@ -117,15 +127,14 @@ users:
   - {username: summit, password_bcrypt: "` + hash("summit-demo") + `", tenant: summit, permissions: [full, prices]}
   - {username: harbour, password_bcrypt: "` + hash("harbour-demo") + `", tenant: harbour, permissions: [full, prices]}
   - {username: harbour-short, password_bcrypt: "` + hash("harbour-demo") + `", tenant: harbour, permissions: []}
-cache: {ttl: 1h}
-`
+cache:
+  ttl: 1h
+` + cacheExtra
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a := newAppFrom(t, path)
-	crm.hooks = a.handler
-	return a
+	return path
 }
 
 var priceText = regexp.MustCompile(`"price":"([^"]*)"`)
@@ -149,6 +158,7 @@ func firstOf(t *testing.T, a *app, user string) (id, price string) {
 func TestCRMWebhookPurgesTheChange(t *testing.T) {
 	crm := newCRMStandIn(t)
 	a := crmFeedApp(t, crm, "0s")
+	crm.hooks = a.handler
 	id, _ := firstOf(t, a, "summit")
 	single := "/au/properties/" + id + ".json"
 	before := demoGet(t, a.handler, "summit", single).Body.String()
@@ -245,4 +255,93 @@ func scrape(t *testing.T, a *app) string {
 	w := httptest.NewRecorder()
 	a.admin.ServeHTTP(w, r)
 	return w.Body.String()
+}
+
+// TestFleetPollsOnce: three replicas sharing a Redis tier and a CRM with
+// poll_interval run one poller between them (one holds the feed's lease);
+// a change in the CRM is purged by that one and reaches the others through
+// the tier, each serving the new body; when the holder is stopped another
+// takes the feed over and the next change is seen as well.
+func TestFleetPollsOnce(t *testing.T) {
+	addr := os.Getenv("LISTINGPROXY_TEST_REDIS_ADDR")
+	if addr == "" {
+		t.Skip("LISTINGPROXY_TEST_REDIS_ADDR is not set: set it to a Redis host:port (CI does) to run the fleet tests")
+	}
+	crm := newCRMStandIn(t)
+	path := crmFeedConfig(t, crm, "1s", "  shared:\n    addrs: [\""+addr+"\"]\n    key_prefix: \"lptest:"+rand.Text()[:10]+":\"\n")
+	apps := make([]*app, 3)
+	closed := make([]bool, 3)
+	for i := range apps {
+		cfg, err := config.Load(path, func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := build(context.Background(), cfg, slog.New(slog.DiscardHandler), time.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if !closed[i] {
+				a.Close()
+			}
+		})
+		testkit.WaitFor(t, "the replica to read the fleet's purges", a.shared.Synced)
+		apps[i] = a
+	}
+	const held = `listingproxy_change_feed_held{backend="legacy",feed="poll"} 1`
+	holders := func() []int {
+		var out []int
+		for i, a := range apps {
+			if !closed[i] && strings.Contains(scrape(t, a), held) {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	testkit.WaitFor(t, "one replica to hold the poller", func() bool { return len(holders()) == 1 })
+	holder := holders()[0]
+	polls := func(a *app) string {
+		return regexp.MustCompile(`listingproxy_cache_purges_total\{kind="entity",mode="soft",source="poll"\} \d+`).FindString(scrape(t, a))
+	}
+	// Wait for the holder's first pass (a gap per tenant and country).
+	testkit.WaitFor(t, "the poller's first pass", func() bool {
+		return strings.Contains(scrape(t, apps[holder]), `listingproxy_change_feed_gaps_total{backend="legacy",feed="poll"} 4`)
+	})
+	change := func(what string) {
+		t.Helper()
+		id, price := firstOf(t, apps[0], "harbour")
+		for i, a := range apps {
+			if !closed[i] {
+				firstOf(t, a, "harbour") // every live replica holds the old body
+			}
+		}
+		crm.change(t, `{"tenant":"harbour","op":"update","id":`+id+`}`)
+		for i, a := range apps {
+			if closed[i] {
+				continue
+			}
+			testkit.WaitFor(t, what+": the new body on every replica", func() bool {
+				_, p := firstOf(t, a, "harbour")
+				return p != price
+			})
+		}
+	}
+	change("a change")
+	for i, a := range apps {
+		if got := polls(a); (i == holder) != (got != "") {
+			t.Errorf("replica %d (holder %d): entity purges by the poller %q; want them on the holder alone", i, holder, got)
+		}
+	}
+	if got := len(holders()); got != 1 {
+		t.Errorf("%d replicas hold the poller, want 1", got)
+	}
+
+	apps[holder].Close() // it releases the lease as it stops
+	closed[holder] = true
+	testkit.WaitFor(t, "another replica to take the poller over", func() bool { return len(holders()) == 1 })
+	next := holders()[0]
+	testkit.WaitFor(t, "the new holder's first pass", func() bool {
+		return strings.Contains(scrape(t, apps[next]), `listingproxy_change_feed_gaps_total{backend="legacy",feed="poll"} 4`)
+	})
+	change("a change after the take-over")
 }

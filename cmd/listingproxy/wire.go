@@ -229,7 +229,11 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		}
 	}
 	purged := func(p telemetry.Purge) { a.metrics.Purged(now(), p) }
-	stopFeeds, hooks, err := startFeeds(cfg, backends, decorated, a.cache, a.metrics, freshness.Options{Purged: purged, Metrics: a.metrics, Logger: log, Now: now})
+	fo := freshness.Options{Purged: purged, Metrics: a.metrics, Logger: log, Now: now}
+	if a.shared != nil {
+		fo.Lease = a.shared // one replica of the fleet runs each feed
+	}
+	stopFeeds, hooks, err := startFeeds(cfg, backends, decorated, a.cache, a.metrics, fo)
 	if err != nil {
 		return nil, err
 	}
