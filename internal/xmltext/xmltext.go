@@ -18,6 +18,8 @@ import (
 
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/charmap"
+	"golang.org/x/text/encoding/htmlindex"
+	"golang.org/x/text/encoding/ianaindex"
 	"golang.org/x/text/encoding/unicode"
 	"golang.org/x/text/transform"
 )
@@ -58,11 +60,25 @@ type Reader struct {
 	repaired   bool   // some byte was not UTF-8
 	transcoded string // the encoding decoded to UTF-8, or ""
 	xml11      bool   // an XML 1.1 declaration, read as 1.0
+	relabelled bool   // a wide encoding declared over ASCII-compatible bytes, read as UTF-8
+	label      string // the transport's charset (SetCharset), lower case
 	err        error
 }
 
 // NewReader reads the document r.
 func NewReader(r io.Reader) *Reader { return &Reader{r: r} }
+
+// SetCharset names the charset the transport gives the document (the
+// charset of an HTTP Content-Type), before the first Read. It is used only
+// when the document declares no encoding and starts with no byte order
+// mark (a legacy's declaration is more often right than its server's
+// default label: PHP's text/html; charset=UTF-8 over a Latin-1 document),
+// and never for a Latin-1 or Windows-1252 label (a server's old default,
+// often over UTF-8): there the UTF-8 reading with its Windows-1252 repair
+// reads both right.
+func (u *Reader) SetCharset(label string) {
+	u.label = strings.ToLower(strings.Trim(strings.TrimSpace(label), `"`))
+}
 
 // Repaired reports whether some byte was not UTF-8 (read as Windows-1252).
 func (u *Reader) Repaired() bool { return u.repaired }
@@ -116,6 +132,9 @@ func (u *Reader) start() {
 	u.started = true
 	head := u.head(u.r, func(h []byte) bool { _, decided := sniff(h); return decided })
 	enc, _ := sniff(head)
+	if enc == "" && u.label != "" && !bytes.HasPrefix(head, []byte(utf8BOM)) && !wideName(u.label) && !latinLabel(u.label) {
+		enc = u.label // no declaration: the transport's charset
+	}
 	if !strings.HasPrefix(enc, "utf-16") {
 		head = bytes.TrimPrefix(head, []byte(utf8BOM)) // before a single-byte charset's declaration: not one of its letters
 	}
@@ -126,11 +145,13 @@ func (u *Reader) start() {
 		u.transcoded, u.off = enc, true
 		head = u.head(u.r, declComplete)
 	case isUTF8(enc): // the head is queued below, the rest read from u.r
+	case wideName(enc): // a wide encoding named over bytes that are not
+		u.relabelled = true
 	default: // unsupported: the decoder names it
 		u.r, u.off = src, true
 		return
 	}
-	head, u.xml11 = rewriteDecl(head, u.transcoded != "")
+	head, u.xml11 = rewriteDecl(head, u.transcoded != "" || u.relabelled)
 	u.out = u.repair(head, false)
 }
 
@@ -274,14 +295,15 @@ func rewriteDecl(head []byte, transcoded bool) ([]byte, bool) {
 
 // CharsetReader is an xml.Decoder's CharsetReader for a declaration that
 // a Reader did not rewrite (one longer than declMax): it decodes the
-// single-byte charsets a Reader decodes; UTF-8 passes through; anything
-// else (UTF-16 named in bytes that are not, an unknown name) is refused.
+// ASCII-compatible charsets a Reader decodes; UTF-8 passes through;
+// anything else (UTF-16 named in bytes that are not, an unknown name) is
+// refused.
 func CharsetReader(charset string, input io.Reader) (io.Reader, error) {
 	enc := strings.ToLower(strings.TrimSpace(charset))
 	if isUTF8(enc) {
 		return input, nil
 	}
-	if e, ok := decoderOf(enc).(*charmap.Charmap); ok {
+	if e := decoderOf(enc); e != nil && !strings.HasPrefix(enc, "utf-16") {
 		return e.NewDecoder().Reader(input), nil
 	}
 	return nil, fmt.Errorf("unsupported charset %q", charset)
@@ -297,7 +319,13 @@ func isUTF8(enc string) bool {
 }
 
 // decoderOf returns the encoding to decode a document in enc (as sniff
-// returns it) with, or nil for UTF-8 and for encodings not supported.
+// returns it) with, or nil for UTF-8, for a wide encoding named in a
+// document whose bytes are not (wideName), and for encodings not known: the
+// legacy spellings of Latin-1 and Windows-1252, then every charset IANA
+// registers that x/text decodes (ISO-8859-2 to -16, KOI8-R, windows-1250
+// to -1258, Shift_JIS, EUC-JP, EUC-KR, Big5, GB18030...), then the
+// WHATWG labels (x-cp1252, gb2312...). ISO-8859-1 is Latin-1 as XML
+// parsers read it (0x80 is U+0080), not the WHATWG's Windows-1252.
 func decoderOf(enc string) encoding.Encoding {
 	switch enc {
 	case "utf-16be":
@@ -308,8 +336,36 @@ func decoderOf(enc string) encoding.Encoding {
 		return charmap.ISO8859_1
 	case "iso-8859-15", "latin-9", "latin9":
 		return charmap.ISO8859_15
-	case "windows-1252", "cp1252":
+	case "windows-1252", "cp1252", "cp-1252":
 		return charmap.Windows1252
 	}
+	if isUTF8(enc) || wideName(enc) || enc == "?" || enc == "" {
+		return nil
+	}
+	if e, err := ianaindex.IANA.Encoding(enc); err == nil && e != nil {
+		return e
+	}
+	if e, err := htmlindex.Get(enc); err == nil && e != nil {
+		return e
+	}
 	return nil
+}
+
+// latinLabel reports whether label names Latin-1 or Windows-1252.
+func latinLabel(label string) bool {
+	e := decoderOf(label)
+	return e == charmap.ISO8859_1 || e == charmap.Windows1252
+}
+
+// wideName reports whether enc names a UTF-16 or UTF-32 form: declared in
+// a document whose first bytes read as ASCII, it is not what the document
+// is in (its bytes would be two or four to a letter), which is then read
+// as UTF-8 and declared so.
+func wideName(enc string) bool {
+	for _, p := range []string{"utf-16", "utf16", "utf-32", "utf32", "ucs-2", "ucs2", "ucs-4", "ucs4", "iso-10646-ucs"} {
+		if strings.HasPrefix(enc, p) {
+			return true
+		}
+	}
+	return false
 }

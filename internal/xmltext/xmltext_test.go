@@ -55,6 +55,12 @@ func TestReader(t *testing.T) {
 		{name: "XML 1.1", in: `<?xml version="1.1" encoding="UTF-8"?><a/>`, want: `<?xml version="1.0" encoding="UTF-8"?><a/>`, xml11: true},
 		{name: "whitespace and BOM before the declaration", in: "\xef\xbb\xbf\n  <?xml version=\"1.0\"?>\n<a>Caf\xe9</a>", want: "<?xml version=\"1.0\"?>\n<a>Café</a>", repaired: true},
 		{name: "BOM, no declaration", in: "\xef\xbb\xbf<a/>", want: "<a/>"},
+		{name: "ISO-8859-2 (IANA)", in: `<?xml version="1.0" encoding="ISO-8859-2"?><a>` + "\xa3\xf3d\xbc</a>", want: `<?xml version="1.0" encoding="UTF-8"?><a>Łódź</a>`, transcoded: "iso-8859-2"},
+		{name: "windows-1251", in: `<?xml version="1.0" encoding="windows-1251"?><a>` + "\xcf\xf0\xe8\xe2\xe5\xf2</a>", want: `<?xml version="1.0" encoding="UTF-8"?><a>Привет</a>`, transcoded: "windows-1251"},
+		{name: "Shift_JIS", in: `<?xml version="1.0" encoding="Shift_JIS"?><a>` + "\x93\x8c\x8b\x9e</a>", want: `<?xml version="1.0" encoding="UTF-8"?><a>東京</a>`, transcoded: "shift_jis"},
+		{name: "IBM819 is Latin-1", in: `<?xml version="1.0" encoding="IBM819"?><a>` + "\xe9\x80</a>", want: `<?xml version="1.0" encoding="UTF-8"?><a>é` + "\u0080</a>", transcoded: "ibm819"},
+		{name: "x-cp1252 (WHATWG)", in: `<?xml version="1.0" encoding="x-cp1252"?><a>` + "\x80</a>", want: `<?xml version="1.0" encoding="UTF-8"?><a>€</a>`, transcoded: "x-cp1252"},
+		{name: "UTF-16 declared over 8-bit bytes", in: `<?xml version="1.0" encoding="UTF-16"?><a>Caf` + "\xe9</a>", want: `<?xml version="1.0" encoding="UTF-8"?><a>Café</a>`, repaired: true},
 		{name: "unknown encoding", in: `<?xml version="1.0" encoding="EBCDIC-US"?><a>` + "\xe9</a>", want: `<?xml version="1.0" encoding="EBCDIC-US"?><a>` + "\xe9</a>"},
 	} {
 		for _, oneByte := range []bool{false, true} {
@@ -71,6 +77,30 @@ func TestReader(t *testing.T) {
 				t.Errorf("%s (one byte %v): got %q repaired %v transcoded %q xml11 %v, want %q repaired %v transcoded %q xml11 %v",
 					tc.name, oneByte, got, u.Repaired(), u.Transcoded(), u.XML11(), tc.want, tc.repaired, tc.transcoded, tc.xml11)
 			}
+		}
+	}
+}
+
+// TestReaderTransportCharset: the transport's charset decodes a document
+// that declares none and has no byte order mark; a declaration or a byte
+// order mark wins over it; a Latin-1 or Windows-1252 label is left to the
+// UTF-8 reading and its repair, which read UTF-8 and Latin-1 both right.
+func TestReaderTransportCharset(t *testing.T) {
+	for _, tc := range []struct{ name, label, in, want, transcoded string }{
+		{"no declaration", "ISO-8859-2", "<a>\xa3\xf3d\xbc</a>", "<a>Łódź</a>", "iso-8859-2"},
+		{"a declaration wins", "ISO-8859-2", `<?xml version="1.0" encoding="windows-1252"?><a>` + "\x80</a>", `<?xml version="1.0" encoding="UTF-8"?><a>€</a>`, "windows-1252"},
+		{"a UTF-8 declaration wins", "ISO-8859-2", `<?xml version="1.0" encoding="UTF-8"?><a>é</a>`, `<?xml version="1.0" encoding="UTF-8"?><a>é</a>`, ""},
+		{"a byte order mark wins", "ISO-8859-2", "\xef\xbb\xbf<a>é</a>", "<a>é</a>", ""},
+		{"UTF-8 label", "utf-8", "<a>é</a>", "<a>é</a>", ""},
+		{"quoted label", `"windows-1251"`, "<a>\xcf</a>", "<a>П</a>", "windows-1251"},
+		{"a Latin-1 label over UTF-8", "ISO-8859-1", "<a>é</a>", "<a>é</a>", ""},
+		{"a Windows-1252 label over Latin-1", "windows-1252", "<a>\x80\xe9</a>", "<a>€é</a>", ""},
+	} {
+		u := NewReader(strings.NewReader(tc.in))
+		u.SetCharset(tc.label)
+		got, err := io.ReadAll(u)
+		if err != nil || string(got) != tc.want || u.Transcoded() != tc.transcoded {
+			t.Errorf("%s: %q %v transcoded %q; want %q transcoded %q", tc.name, got, err, u.Transcoded(), tc.want, tc.transcoded)
 		}
 	}
 }

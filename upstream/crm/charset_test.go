@@ -2,6 +2,7 @@ package crm
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -144,5 +145,45 @@ func TestXML11(t *testing.T) {
 	_, err = c.GetProperty(t.Context(), harbourNZ, 1)
 	if !errors.Is(err, errMalformed) || !strings.Contains(err.Error(), "illegal character code U+0007") {
 		t.Errorf("XML 1.1 with a control character: %v, want malformed XML naming it", err)
+	}
+}
+
+// TestEveryCharset: a document in any charset x/text decodes (declared, or
+// named by the Content-Type when the document declares none) is served
+// decoded, records passing as written, and counted; an encoding nobody
+// decodes fails as malformed, naming it.
+func TestEveryCharset(t *testing.T) {
+	const rec = "<property id=\"1\" last_updated=\"Tue Nov 03 10:00:00 +1300 2026\"><agency_id>A</agency_id><suburb>%s</suburb></property>\n"
+	var ct, body string
+	f := newFakeCRM(t, func(w http.ResponseWriter, r *http.Request, user string) {
+		w.Header().Set("Content-Type", ct)
+		io.WriteString(w, body)
+	})
+	c := newTestClient(t, f, Options{PassThrough: true, Hydrate: HydrateNever})
+	for i, tc := range []struct {
+		name, ct, decl, suburb, want string
+	}{
+		{"ISO-8859-2", "application/xml", `<?xml version="1.0" encoding="ISO-8859-2"?>` + "\n", "\xa3\xf3d\xbc", "Łódź"},
+		{"KOI8-R", "text/html; charset=UTF-8", `<?xml version="1.0" encoding="KOI8-R"?>` + "\n", "\xf0\xd2\xc9\xd7\xc5\xd4", "Привет"},
+		{"EUC-JP", "application/xml", `<?xml version="1.0" encoding="EUC-JP"?>` + "\n", "\xc5\xec\xb5\xfe", "東京"},
+		{"windows-1251 by Content-Type", "application/xml; charset=windows-1251", "", "\xcf\xf0\xe8\xe2\xe5\xf2", "Привет"},
+	} {
+		ct, body = tc.ct, tc.decl+strings.Replace(rec, "%s", tc.suburb, 1)
+		p, err := c.GetProperty(t.Context(), harbourNZ, 1)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		want := `<?xml version="1.0" encoding="UTF-8"?>` + "\n" + strings.Replace(rec, "%s", tc.want, 1)
+		if got := string(wire.AppendProperty(nil, wire.XML, &p, wire.Options{Unknown: true, Prices: true})); got != want {
+			t.Errorf("%s (-want +got):\n%s", tc.name, cmp.Diff(want, got))
+		}
+		if got := c.Stats().Transcoded; got != int64(i+1) {
+			t.Errorf("%s: Stats.Transcoded = %d, want %d", tc.name, got, i+1)
+		}
+	}
+	ct, body = "application/xml", `<?xml version="1.0" encoding="x-nobody"?>`+"\n"+strings.Replace(rec, "%s", "x", 1)
+	if _, err := c.GetProperty(t.Context(), harbourNZ, 1); !errors.Is(err, errMalformed) || !strings.Contains(err.Error(), `unsupported charset "x-nobody"`) {
+		t.Errorf("unknown encoding: %v, want malformed naming it", err)
 	}
 }

@@ -79,8 +79,8 @@
 //	a value of a record that cannot be read         served: the record without it (counted, logged);
 //	                                                a record without a readable id is left out
 //	bytes not UTF-8 in a UTF-8 (or undeclared) doc  served: read as Windows-1252 (counted, logged)
-//	declared ISO-8859-1/-15, windows-1252; UTF-16   served: decoded to UTF-8 below the Recorder (counted),
-//	                                                the declaration then naming UTF-8
+//	another charset (declared, or the Content-Type  served: decoded to UTF-8 below the Recorder (counted),
+//	charset of an undeclared document); UTF-16      the declaration then naming UTF-8
 //	an XML 1.1 declaration                          served: read as 1.0 (counted, logged)
 //	any other declared encoding                     failure: "malformed XML: ... unsupported charset"
 //	body larger than Options.MaxBodyBytes           failure: "body exceeds the size limit of N bytes"

@@ -146,6 +146,9 @@ func (c *Client) call(ctx context.Context, s upstream.Scope, q url.Values, path 
 	ct := resp.Header.Get("Content-Type")
 	mislabelled := ct != "" && !isXML(ct)
 	d := newBoundedDecoder(callCtx, resp.Body, c.limits, g)
+	if _, params, err := mime.ParseMediaType(ct); err == nil {
+		d.text.SetCharset(params["charset"]) // for a document that declares no encoding
+	}
 	if err := c.decodeSafely(s, u.Path, d, decode); err != nil {
 		if errors.Is(err, upstream.ErrBusy) && ctx.Err() == nil {
 			return err
