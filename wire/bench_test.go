@@ -1,7 +1,10 @@
 package wire
 
 import (
+	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"listingproxy/normalize"
 )
@@ -66,5 +69,52 @@ func BenchmarkAppendAgentList_Full(b *testing.B) {
 				buf = AppendAgentList(buf[:0], f, as, o)
 			}
 		})
+	}
+}
+
+// BenchmarkPassThroughJSON: the JSON of a full-detail list of 50 legacy
+// records (testdata/legacy/properties_full.xml's, repeated), as a fill
+// renders it for a caller with the upstream user's permissions.
+func BenchmarkPassThroughJSON(b *testing.B) {
+	src, err := os.ReadFile("testdata/legacy/properties_full.xml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	recs := legacyRecords(b, src)
+	var doc strings.Builder
+	doc.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n<properties count=\"50\">")
+	for i := range 50 {
+		doc.WriteString("\n  " + recs[i%len(recs)])
+	}
+	doc.WriteString("\n</properties>\n")
+	ps, err := ReadPropertyList(NewRawDecoder(strings.NewReader(doc.String())), time.UTC, true, 100, ReadOptions{Keep: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := Options{Detail: normalize.Full, Prices: true, Unknown: true}
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = AppendPropertyList(buf[:0], JSON, ps, o)
+	}
+}
+
+// legacyRecords returns the <property> records of a legacy list document,
+// as written.
+func legacyRecords(tb testing.TB, src []byte) []string {
+	tb.Helper()
+	var out []string
+	s := string(src)
+	for {
+		i := strings.Index(s, "<property ")
+		if i < 0 {
+			return out
+		}
+		j := strings.Index(s[i:], "</property>")
+		if j < 0 {
+			tb.Fatal("unterminated record")
+		}
+		out = append(out, s[i:i+j+len("</property>")])
+		s = s[i+j:]
 	}
 }
