@@ -1,6 +1,7 @@
 package crm
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -55,6 +56,20 @@ func TestDecodeBudget(t *testing.T) {
 			t.Errorf("large answer %d without room in the budget = %v, want upstream.ErrBusy, not a timeout", id, err)
 		}
 	}
+	// The caller's own deadline ending the wait (before Timeout) is no
+	// failure of the CRM either.
+	long := newTestClient(t, f, Options{MaxBodyBytes: 1 << 20, MaxDecodingBytes: 1<<20 + 256<<10, Timeout: time.Hour})
+	longHold := &grant{b: long.budget}
+	if err := longHold.cover(t.Context(), huge); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	_, err := long.GetProperty(ctx, harbourAU, 2)
+	cancel()
+	if !errors.Is(err, upstream.ErrBusy) || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("large answer whose caller's deadline ends its wait = %v, want upstream.ErrBusy, not the deadline", err)
+	}
+	longHold.release()
 	if st := c.Stats(); st.BudgetWaits != 2 || st.DecodingBytes != huge {
 		t.Errorf("budget waits %d, bytes granted %d; want 2 and the huge answer's %d", st.BudgetWaits, st.DecodingBytes, huge)
 	}

@@ -466,13 +466,16 @@ func (c *Client) GetAgent(ctx context.Context, s upstream.Scope, id int64) (upst
 
 // wrap prefixes err with op. When the caller's ctx is done, the result wraps
 // ctx.Err() whatever the call failed with, so the caller sees its own
-// cancellation.
+// cancellation; but a wait for a bound of the Client's own (a slot, the
+// decode budget) that the caller's deadline ended stays upstream.ErrBusy:
+// the CRM did not make the caller wait.
 func (c *Client) wrap(ctx context.Context, op string, err error) error {
 	var ce *upstream.CriteriaError
 	if errors.As(err, &ce) {
 		return ce
 	}
-	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) &&
+		(errors.Is(ctxErr, context.Canceled) || !errors.Is(err, upstream.ErrBusy)) {
 		return fmt.Errorf("%s: %w", op, ctxErr)
 	}
 	return fmt.Errorf("%s: %w", op, err)

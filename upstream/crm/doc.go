@@ -93,7 +93,9 @@
 //	a panic while reading the answer (our bug)      upstream.ErrInternal: logged with its stack, counted
 //	                                                (Stats.Panics), not a failure for the breakers
 //	tenant without credentials                      failure: "no upstream credentials for tenant"
-//	caller's ctx cancelled or past its deadline     the ctx error, wrapped (errors.Is ctx.Err())
+//	caller's ctx cancelled or past its deadline     the ctx error, wrapped (errors.Is ctx.Err()); but a
+//	                                                wait for a slot or budget its deadline ended is
+//	                                                upstream.ErrBusy
 //
 // Failures are plain wrapped errors prefixed with the operation, such as
 // "crm: list properties au: upstream status 502"; a failure caused by this

@@ -88,10 +88,12 @@ func (c *Client) call(ctx context.Context, s upstream.Scope, q url.Values, path 
 	case c.sem <- struct{}{}:
 		defer func() { <-c.sem }()
 	case <-callCtx.Done():
-		if err := ctx.Err(); err != nil {
+		if err := ctx.Err(); errors.Is(err, context.Canceled) {
 			return err
 		}
-		return fmt.Errorf("waiting for one of %d slots for %s: %w", cap(c.sem), c.timeout, upstream.ErrBusy)
+		// Our own bound was full until a deadline passed (ours or the
+		// caller's): nothing of the CRM's doing.
+		return fmt.Errorf("waiting for one of %d slots: %w", cap(c.sem), upstream.ErrBusy)
 	}
 
 	req, err := http.NewRequestWithContext(callCtx, http.MethodGet, u.String(), nil)
@@ -133,7 +135,7 @@ func (c *Client) call(ctx context.Context, s upstream.Scope, q url.Values, path 
 	if resp.ContentLength > 0 { // all of it at once: no partial grant waits for more
 		g.known = resp.ContentLength + 1
 		if err := g.cover(callCtx, g.known); err != nil {
-			if ctxErr := ctx.Err(); ctxErr != nil {
+			if ctxErr := ctx.Err(); errors.Is(ctxErr, context.Canceled) {
 				return ctxErr
 			}
 			return err
@@ -150,7 +152,7 @@ func (c *Client) call(ctx context.Context, s upstream.Scope, q url.Values, path 
 		d.text.SetCharset(params["charset"]) // for a document that declares no encoding
 	}
 	if err := c.decodeSafely(s, u.Path, d, decode); err != nil {
-		if errors.Is(err, upstream.ErrBusy) && ctx.Err() == nil {
+		if errors.Is(err, upstream.ErrBusy) && !errors.Is(ctx.Err(), context.Canceled) {
 			return err
 		}
 		if errors.Is(err, upstream.ErrInternal) {
