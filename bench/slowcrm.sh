@@ -27,6 +27,7 @@ DURATION=${DURATION:-60s}
 KEYS=${KEYS:-24000}
 ZIPF=${ZIPF:-1.1}
 SEED=${SEED:-1}
+USERS=${USERS:-harbour:harbour-demo,harbour-noprice:harbour-demo,summit:summit-demo}
 MAX_503=${MAX_503:--1}
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-300}
 
@@ -65,7 +66,7 @@ admin=$(wait_for "$work/lp.out" 'admin: (http://[0-9.:]+)')
 echo "legacy-crm $crm (latency $LATENCY), listingproxy $lp (defaults; admin $admin); $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), $(go version | cut -d' ' -f3)"
 status=0
 "$work/zipfload" -base "$lp" -rate "$RATE" -duration "$DURATION" -keys "$KEYS" -zipf "$ZIPF" -seed "$SEED" \
-	-users harbour:harbour-demo,harbour-noprice:harbour-demo,summit:summit-demo \
+	-users "$USERS" \
 	-crm-stats "$crm" -max-503 "$MAX_503" || status=$?
 echo
 echo "listingproxy's concurrency limit and breakers at the end (/metrics):"
