@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,7 +15,7 @@ import (
 )
 
 // TestBusyBackendAnswersStaleOrFast503: when a tenant's calls to a slow
-// CRM hold every slot of its share, a further request does not wait for
+// CRM hold every slot it may, a further request does not wait for
 // its fill's deadline: after breaker.queue_timeout it gets its stale copy
 // when one exists, else a 503 with
 // Retry-After: 1 and the spec's body; no breaker counts those refusals, and
@@ -58,13 +59,15 @@ func TestBusyBackendAnswersStaleOrFast503(t *testing.T) {
 	if w := demoGet(t, a.handler, "summit", warm); w.Code != http.StatusOK {
 		t.Fatalf("warm-up: %d %s", w.Code, w.Body)
 	}
-	// The adaptive limit starts at 16; summit's share is half: 8 slots.
-	// Eight cold requests take them and block at the CRM.
-	done := make(chan int, 8)
-	for i := range 8 {
-		go func() { done <- demoGet(t, a.handler, "summit", "/au/properties/"+string(rune('1'+i))+"0.xml").Code }()
+	// The adaptive limit starts at 16; summit, alone on the CRM, may
+	// borrow all of it but the reserve (2 slots). Fourteen cold requests
+	// take them and block at the CRM.
+	const held = breaker.InitialConcurrency - breaker.InitialConcurrency/8
+	done := make(chan int, held)
+	for i := range held {
+		go func() { done <- demoGet(t, a.handler, "summit", fmt.Sprintf("/au/properties/%d.xml", 10+i)).Code }()
 	}
-	for range 8 {
+	for range held {
 		<-entered
 	}
 	legacy := func() breaker.LimitStatus {
@@ -76,8 +79,8 @@ func TestBusyBackendAnswersStaleOrFast503(t *testing.T) {
 		t.Fatal("no limiter for the CRM backend")
 		return breaker.LimitStatus{}
 	}
-	if l := legacy(); !l.Adaptive || l.InFlight != 8 || l.Limit != breaker.InitialConcurrency {
-		t.Fatalf("CRM limit %+v, want adaptive with 8 in flight of %d", l, breaker.InitialConcurrency)
+	if l := legacy(); !l.Adaptive || l.InFlight != held || l.Limit != breaker.InitialConcurrency {
+		t.Fatalf("CRM limit %+v, want adaptive with %d in flight of %d", l, held, breaker.InitialConcurrency)
 	}
 
 	for i := range 3 { // cold: a 503 after the queue timeout, with Retry-After
@@ -104,7 +107,7 @@ func TestBusyBackendAnswersStaleOrFast503(t *testing.T) {
 	}
 
 	close(release)
-	for range 8 {
+	for range held {
 		<-done
 	}
 	clk.Advance(time.Minute + 5*time.Minute + time.Second)

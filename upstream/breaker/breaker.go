@@ -125,11 +125,14 @@ type Settings struct {
 	// that many successes in a row close it, one failure opens it again.
 	// Default DefaultHalfOpenProbes (3).
 	HalfOpenProbes uint32
-	// TenantShare is the share of a backend's concurrency one tenant may
-	// hold: max(1, floor(limit × TenantShare)) calls, of the limit in
-	// force (an adaptive limit's current value). 1 lets a tenant take all
-	// of it. Default DefaultTenantShare (0.5): a tenant stuck on slow
-	// queries leaves at least half the backend to the others.
+	// TenantShare is the share of a backend's concurrency each tenant
+	// keeps under contention: max(1, floor(limit × TenantShare)) calls, of
+	// the limit in force (an adaptive limit's current value). A tenant
+	// below its share takes any free slot; beyond it, under an adaptive
+	// limit, a tenant borrows only while no tenant below its share waits,
+	// and never the last eighth of the limit (at least one slot), which
+	// stays free for a tenant arriving; under a fixed limit (a SQL pool)
+	// it keeps to its share. Default DefaultTenantShare (0.5).
 	TenantShare float64
 	// QueueTimeout is the longest a call waits for a concurrency slot;
 	// then it fails with a *BusyError (upstream.ErrBusy, counted by no

@@ -200,9 +200,26 @@ func TestBackendDownOpensEveryTenant(t *testing.T) {
 	}
 }
 
-// TestBulkhead: a tenant holding all its slots waits for one of its own and
-// never blocks another tenant's call.
+// TestBulkhead: another tenant's call is served at once while a hog holds
+// all it may, and the hog's next call waits (never for another tenant's
+// slot), gets the slot its own call frees, or gives up with its context's
+// error, counted by no breaker. With an adaptive limit (a CRM) a tenant
+// alone may borrow beyond its share, but never the reserve; with a fixed
+// one (a SQL pool) it keeps to its share.
 func TestBulkhead(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		adaptive bool
+		hogMay   int // calls the hog alone may hold of the limit 4 (share 2, reserve 1)
+	}{
+		{"adaptive: borrows to the reserve", true, 3},
+		{"fixed: its share", false, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testBulkhead(t, tc.adaptive, tc.hogMay) })
+	}
+}
+
+func testBulkhead(t *testing.T, adaptive bool, hogMay int) {
 	release := make(chan struct{})
 	entered := make(chan string, 16)
 	fb := newFake(func(ctx context.Context, tenant string) error {
@@ -212,27 +229,28 @@ func TestBulkhead(t *testing.T) {
 		}
 		return nil
 	})
-	// share 0.5 of 4: 2 slots; the hog's third call waits as long as it
-	// takes (the queue timeout has its own test).
+	// The hog's call beyond what it may hold waits as long as it takes
+	// (the queue timeout has its own test).
 	r := breaker.NewRegistry(breaker.Options{Now: newClock().Now, Settings: breaker.Settings{QueueTimeout: time.Hour}})
-	b := r.Wrap(fb, breaker.Backend{Name: "sql", Limit: 4})
+	b := r.Wrap(fb, breaker.Backend{Name: "be", Limit: 4, Adaptive: adaptive})
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
-	for range 2 {
+	for range hogMay {
 		wg.Go(func() { errs <- list(b, "hog") })
 	}
-	<-entered
-	<-entered
-	// The hog's third call cannot get a slot until one is released.
-	third := make(chan error, 1)
-	go func() { third <- list(b, "hog") }()
-	// Another tenant is served at once, while the hog holds both slots.
+	for range hogMay {
+		<-entered
+	}
+	next := make(chan error, 1)
+	go func() { next <- list(b, "hog") }()
+	// Another tenant is served at once, again and again, while the hog
+	// holds all it may.
 	for i := range 3 {
 		if err := list(b, "other"); err != nil {
 			t.Fatalf("other tenant's call %d = %v", i, err)
 		}
 		if who := <-entered; who != "other" {
-			t.Fatalf("entered %q while the hog holds its slots, want other", who)
+			t.Fatalf("entered %q while the hog holds all it may, want other", who)
 		}
 	}
 	hogStatus := func() breaker.Status {
@@ -244,24 +262,24 @@ func TestBulkhead(t *testing.T) {
 		t.Fatal("no status for the hog")
 		return breaker.Status{}
 	}
-	if s := hogStatus(); s.InFlight != 2 || s.Slots != 2 {
-		t.Errorf("hog in flight %d of %d, want 2 of 2", s.InFlight, s.Slots)
+	if s := hogStatus(); s.InFlight != hogMay || s.Slots != 2 {
+		t.Errorf("hog in flight %d of a share of %d, want %d of 2", s.InFlight, s.Slots, hogMay)
 	}
 	// A caller that gives up while waiting gets its context's error and
 	// never reaches the backend; nothing is counted against the breakers.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := b.GetProperty(ctx, upstream.Scope{Tenant: "hog"}, 1)
-	if want := "breaker sql/hog: waiting for a backend slot (limit 4, tenant share 2): context canceled"; err == nil || err.Error() != want {
+	if want := "breaker be/hog: waiting for a backend slot (limit 4, tenant share 2): context canceled"; err == nil || err.Error() != want {
 		t.Errorf("cancelled waiting call = %v, want %q", err, want)
 	}
 	close(release)
-	if who := <-entered; who != "hog" { // the third call gets a slot
-		t.Errorf("entered %q, want the hog's third call", who)
+	if who := <-entered; who != "hog" { // the waiting call gets a slot
+		t.Errorf("entered %q, want the hog's waiting call", who)
 	}
 	wg.Wait()
-	if err := <-third; err != nil {
-		t.Errorf("hog's third call = %v", err)
+	if err := <-next; err != nil {
+		t.Errorf("hog's waiting call = %v", err)
 	}
 	close(errs)
 	for err := range errs {
@@ -269,8 +287,74 @@ func TestBulkhead(t *testing.T) {
 			t.Errorf("hog call = %v", err)
 		}
 	}
-	if n := fb.TenantCalls("hog"); n != 3 {
-		t.Errorf("hog reached the backend %d times, want 3", n)
+	if n := fb.TenantCalls("hog"); n != hogMay+1 {
+		t.Errorf("hog reached the backend %d times, want %d", n, hogMay+1)
+	}
+	if got := states(r); got["be/hog"] != "closed" || got["be"] != "closed" {
+		t.Errorf("states %v, want all closed", got)
+	}
+}
+
+// TestShareUnderContention: while a tenant below its share waits, every
+// slot that frees goes to it, before a tenant that borrowed beyond its
+// share and asked first; once nobody below their share waits, the
+// borrower gets the free slots again.
+func TestShareUnderContention(t *testing.T) {
+	hogRelease, otherRelease := make(chan struct{}), make(chan struct{})
+	entered := make(chan string, 32)
+	fb := newFake(func(ctx context.Context, tenant string) error {
+		entered <- tenant
+		if tenant == "hog" {
+			<-hogRelease
+		} else {
+			<-otherRelease
+		}
+		return nil
+	})
+	// Limit 8: share 4, reserve 1: the hog alone holds 7.
+	r := breaker.NewRegistry(breaker.Options{Settings: breaker.Settings{QueueTimeout: time.Hour}})
+	b := r.Wrap(fb, breaker.Backend{Name: "crm", Limit: 8, Adaptive: true})
+	done := make(chan error, 32)
+	call := func(tenant string) { go func() { done <- list(b, tenant) }() }
+	for range 7 {
+		call("hog")
+	}
+	for range 7 {
+		<-entered
+	}
+	call("hog") // the hog's eighth: waits, first in the queue
+	testkit.WaitFor(t, "the hog's eighth call to wait", func() bool { return r.Limits()[0].Waiting == 1 })
+	call("other") // below its share: the reserve slot, at once
+	if who := <-entered; who != "other" {
+		t.Fatalf("entered %q, want other from the reserve", who)
+	}
+	for range 2 {
+		call("other")
+	}
+	testkit.WaitFor(t, "three calls to wait", func() bool { return r.Limits()[0].Waiting == 3 })
+	for i := range 2 { // each slot the hog frees goes to the other tenant
+		hogRelease <- struct{}{}
+		if who := <-entered; who != "other" {
+			t.Fatalf("freed slot %d went to %q, want other (below its share) before the hog (beyond it)", i, who)
+		}
+	}
+	// Nobody below their share waits now: the next slot freed is the
+	// reserve, kept free; the one after is the hog's to borrow.
+	hogRelease <- struct{}{}
+	testkit.WaitFor(t, "the hog's call to end", func() bool { return r.Limits()[0].InFlight == 7 })
+	if l := r.Limits()[0]; l.Waiting != 1 {
+		t.Fatalf("limits %+v, want the hog's call still waiting: the last free slot is the reserve", l)
+	}
+	hogRelease <- struct{}{}
+	if who := <-entered; who != "hog" {
+		t.Fatalf("freed slot went to %q, want the hog's waiting call", who)
+	}
+	close(hogRelease)
+	close(otherRelease)
+	for range 11 {
+		if err := <-done; err != nil {
+			t.Errorf("call = %v", err)
+		}
 	}
 }
 

@@ -24,10 +24,16 @@
 // flight (limit.go): fixed at Limit (a SQL pool's size), or, with
 // Backend.Adaptive (a CRM), following the backend's latency between
 // MinConcurrency and Limit, starting at InitialConcurrency. Each tenant
-// may hold max(1, floor(limit × TenantShare)) of it; a call that finds no
-// slot waits in one FIFO (skipping tenants at their share) for at most
-// Settings.QueueTimeout, then fails with a *BusyError (upstream.ErrBusy,
-// RetryAfter one second). The wait happens after both breakers let the
+// keeps max(1, floor(limit × TenantShare)) of it under contention: below
+// its share it takes any free slot; beyond it, under an adaptive limit, it
+// borrows free slots only while no tenant below its share waits, and never
+// the reserve (an eighth of the limit, at least one slot), so a tenant
+// arriving is served at once even when another has borrowed all it could;
+// under a fixed limit (a SQL pool of a few connections) it keeps to its
+// share. A call that finds no slot
+// waits in one FIFO (slots that free go first to the waiters below their
+// share) for at most Settings.QueueTimeout, then fails with a *BusyError
+// (upstream.ErrBusy, RetryAfter one second). The wait happens after both breakers let the
 // call through, and a call that gets no slot is excluded from both
 // breakers' counts: waiting for a slot is not a backend failure, so one
 // tenant's waits can never open the backend-wide breaker.

@@ -82,8 +82,16 @@ type LimitStatus struct {
 
 // limiter is one backend's concurrency bound: a limit of calls in flight
 // (fixed, or adaptive between MinConcurrency and the ceiling), each
-// tenant's share of it, and a FIFO of waiting calls served in order,
-// skipping the tenants already at their share.
+// tenant's share of it under contention, and a FIFO of waiting calls.
+//
+// A tenant below its share takes any free slot. With an adaptive limit, a
+// tenant at its share may borrow more while nobody below theirs waits
+// (a fixed limit, a SQL pool's, lends nothing), but never the last
+// reserve slots (an eighth of the limit, at least one), so a tenant
+// arriving while another has borrowed everything it could is served at
+// once; every slot that frees goes first to the waiting tenants below
+// their share, in order. A borrowed slot cannot be taken back before its
+// call ends: that is what the reserve is for.
 //
 // The adaptive rule is gradient-like, after Netflix concurrency-limits'
 // Gradient2: every completed call is a latency sample feeding a recent
@@ -152,10 +160,20 @@ func (l *limiter) tenant(name string) *tenantSlots {
 	return t
 }
 
-// admits reports whether t may take a slot now.
-func (l *limiter) admits(t *tenantSlots, s Settings) bool {
+// reserve is how many slots a tenant beyond its share leaves free.
+func (l *limiter) reserve() int { return max(1, l.current()/8) }
+
+// fair reports whether t, below its share, may take a slot now.
+func (l *limiter) fair(t *tenantSlots, s Settings) bool {
 	return l.inFlight < l.current() && t.inFlight < l.share(s)
 }
+
+// borrows reports whether a tenant at its share may take a slot now
+// (with nobody below their share waiting). Only an adaptive limit lends:
+// a SQL pool is a few connections (an eighth is one) and its tenants'
+// pathological queries hold them for the whole query timeout, so there
+// each tenant keeps to its share.
+func (l *limiter) borrows() bool { return l.adaptive && l.inFlight < l.current()-l.reserve() }
 
 func (l *limiter) take(t *tenantSlots) {
 	l.inFlight++
@@ -168,7 +186,7 @@ func (l *limiter) take(t *tenantSlots) {
 func (l *limiter) acquire(ctx context.Context, tenant string, s Settings, now func() time.Time) (time.Time, error) {
 	l.mu.Lock()
 	t := l.tenant(tenant)
-	if len(l.queue) == 0 && l.admits(t, s) {
+	if len(l.queue) == 0 && (l.fair(t, s) || l.borrows()) {
 		l.take(t)
 		l.mu.Unlock()
 		return now(), nil
@@ -217,21 +235,28 @@ func (l *limiter) acquire(ctx context.Context, tenant string, s Settings, now fu
 	return time.Time{}, &BusyError{Backend: l.backend, Tenant: tenant, Limit: limit, Slots: slots, Waited: now().Sub(start)}
 }
 
-// dispatch grants slots to waiters in order while the limit allows,
-// skipping the waiters whose tenant holds its share. Called with mu held.
+// dispatch grants slots to waiters: first, in order, to those below their
+// tenant's share; then, in order, to the others while they may borrow.
+// Called with mu held.
 func (l *limiter) dispatch(s Settings) {
-	kept := l.queue[:0]
-	for _, w := range l.queue {
-		if l.admits(w.t, s) {
-			l.take(w.t)
-			w.granted = true
-			close(w.ready)
-			continue
+	grant := func(ok func(*slotWaiter) bool) {
+		kept := l.queue[:0]
+		for _, w := range l.queue {
+			if ok(w) {
+				l.take(w.t)
+				w.granted = true
+				close(w.ready)
+				continue
+			}
+			kept = append(kept, w)
 		}
-		kept = append(kept, w)
+		clear(l.queue[len(kept):])
+		l.queue = kept
 	}
-	clear(l.queue[len(kept):])
-	l.queue = kept
+	grant(func(w *slotWaiter) bool { return l.fair(w.t, s) })
+	if len(l.queue) > 0 && l.borrows() {
+		grant(func(*slotWaiter) bool { return l.borrows() })
+	}
 }
 
 // Samples of release: what a call's latency says of the backend's load.
