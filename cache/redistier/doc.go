@@ -19,8 +19,8 @@
 // a CRC-32C of the rest, checked on every read: a damaged value is a miss,
 // never served (entry.go says why one checksum of the whole value). Values
 // larger than Options.MaxEntryBytes are neither written (they stay in the
-// first tier of the process that filled them) nor read (a script checks
-// the length before sending the value). Redis expires an entry at the end of its useful life (TTL
+// first tier of the process that filled them) nor read past the bound
+// (GETRANGE), and one found is deleted. Redis expires an entry at the end of its useful life (TTL
 // plus the longer stale window).
 //
 // # One fill per key for the fleet

@@ -62,7 +62,7 @@ type Options struct {
 	// Default: discard.
 	Logger *slog.Logger
 	// Observe, when set, is called after every Redis operation with its
-	// name (get, claim, set, abandon, purge, covering, sync), duration and
+	// name (get, claim, set, abandon, drop, purge, covering, sync), duration and
 	// error (nil for success and for a miss): the metrics hook.
 	Observe func(op string, d time.Duration, err error)
 }
@@ -382,25 +382,28 @@ func (t *Tier) Get(ctx context.Context, k cache.Key) (*cache.Entry, uint64, erro
 // its fill checked with Covering).
 func (t *Tier) get(ctx context.Context, k cache.Key) (*cache.Entry, uint64, error) {
 	eid := id(k)
-	v, err := call(t, ctx, "get", func(ctx context.Context) (any, error) {
-		return getScript.Run(ctx, t.rdb, []string{t.entryKey(eid)}, t.maxSize).Result()
+	// At most one byte more than the bound: a larger value is not read
+	// whole (GETRANGE rather than a script that checks the length first:
+	// copying a 45 KB value through Lua costs Redis some 80 µs of its one
+	// thread, GETRANGE under 3).
+	raw, err := call(t, ctx, "get", func(ctx context.Context) ([]byte, error) {
+		return t.rdb.GetRange(ctx, t.entryKey(eid), 0, t.maxSize).Bytes()
 	}, nil)
 	if err != nil {
 		return nil, 0, err
 	}
-	var raw []byte
-	var size int64
-	switch v := v.(type) {
-	case string:
-		raw = []byte(v)
-	case int64:
-		size = v
-	}
-	if size > 0 {
+	if int64(len(raw)) > t.maxSize {
 		t.oversize.Add(1)
 		t.misses.Add(1)
-		t.log.Warn("redistier: entry larger than max_entry_bytes not read", "tenant", k.Tenant, "resource", k.Resource, "id", eid, "bytes", size, "max", t.maxSize)
+		t.log.Warn("redistier: entry larger than max_entry_bytes not read; dropped", "tenant", k.Tenant, "resource", k.Resource, "id", eid, "max", t.maxSize)
+		// Dropped, so that it is not read again on every miss of its key.
+		_ = t.do(ctx, "drop", func(ctx context.Context) error {
+			return dropScript.Run(ctx, t.rdb, []string{t.entryKey(eid)}, t.maxSize).Err()
+		}, nil)
 		return nil, 0, nil
+	}
+	if len(raw) == 0 { // GETRANGE of a missing key is ""
+		raw = nil
 	}
 	if raw == nil {
 		t.misses.Add(1)
@@ -421,15 +424,11 @@ func (t *Tier) get(ctx context.Context, k cache.Key) (*cache.Entry, uint64, erro
 	return e, gen, nil
 }
 
-// getScript reads an entry unless it is larger than the bound, so that a
-// value too large (written by another release or by hand) is not sent
-// whole on every miss of its key. KEYS: entry; ARGV: the largest length
-// read. It returns the value, nil, or the length of a value too large.
-var getScript = redis.NewScript(`
-local n = redis.call('STRLEN', KEYS[1])
-if n == 0 then return false end
-if n > tonumber(ARGV[1]) then return n end
-return redis.call('GET', KEYS[1])`)
+// dropScript deletes an entry larger than the bound (still larger: not
+// one written since). KEYS: entry; ARGV: the bound.
+var dropScript = redis.NewScript(`
+if redis.call('STRLEN', KEYS[1]) > tonumber(ARGV[1]) then redis.call('DEL', KEYS[1]) end
+return 1`)
 
 // Claim implements cache.SecondTier: take k's fill lease, or wait for the
 // process that holds it.

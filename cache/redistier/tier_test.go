@@ -32,7 +32,7 @@ var pol = cache.Policy{
 var errBackend = errors.New("backend down")
 
 // redisAddr is the test Redis, or skips the test.
-func redisAddr(t *testing.T) string {
+func redisAddr(t testing.TB) string {
 	t.Helper()
 	addr := os.Getenv("LISTINGPROXY_TEST_REDIS_ADDR")
 	if addr == "" {
