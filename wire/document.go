@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/xml"
 	"fmt"
 	"slices"
@@ -260,7 +259,7 @@ func AppendDocumentXML(dst []byte, doc *Document) []byte {
 	switch {
 	case f == nil || f.prolog == nil:
 		dst = append(dst, xmlHeader...)
-	case bytes.HasPrefix(f.prolog, []byte("<?xml")):
+	case isDecl(f.prolog):
 		dst = append(dst, f.prolog...)
 	case len(f.prolog) > 0 && (f.prolog[0] == '\n' || f.prolog[0] == '\r'):
 		dst = append(append(dst, xmlHeader[:len(xmlHeader)-1]...), f.prolog...)

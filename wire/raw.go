@@ -290,18 +290,61 @@ func keptProlog(b []byte) []byte {
 		return nil
 	}
 	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) // a byte order mark: written again after a declaration would be malformed
-	if t := bytes.TrimLeft(b, " \t\r\n"); bytes.HasPrefix(t, []byte("<?xml")) {
+	if t := bytes.TrimLeft(b, " \t\r\n"); isDecl(t) {
 		b = t // whitespace before the declaration: kept, our declaration would be written before it, a second one
 	}
-	if bytes.HasPrefix(b, []byte("<?xml")) {
+	rest := b
+	if isDecl(b) {
 		end := bytes.Index(b, []byte("?>"))
 		if end < 0 {
 			return nil
 		}
 		decl := strings.ToLower(string(b[:end]))
-		if strings.Contains(decl, "encoding") && !strings.Contains(decl, "utf-8") {
-			return nil
+		if strings.Contains(decl, "encoding") && !strings.Contains(decl, "utf-8") || !strings.Contains(decl, "version") {
+			return nil // another encoding, or not a declaration XML allows (<?xml?>): ours is written
 		}
+		rest = b[end+2:]
+	}
+	if !miscOnly(rest) {
+		return nil // text, or a declaration out of place, before the root: not written again
 	}
 	return b
+}
+
+// miscOnly reports whether b holds only what XML allows after the
+// declaration and before the root: whitespace, comments, processing
+// instructions (not a declaration) and a document type declaration.
+func miscOnly(b []byte) bool {
+	for {
+		b = bytes.TrimLeft(b, " \t\r\n")
+		var end []byte
+		switch {
+		case len(b) == 0:
+			return true
+		case bytes.HasPrefix(b, []byte("<!--")):
+			end = []byte("-->")
+		case isDecl(b):
+			return false
+		case bytes.HasPrefix(b, []byte("<?")):
+			end = []byte("?>")
+		case bytes.HasPrefix(b, []byte("<!DOCTYPE")):
+			end = []byte(">")
+			if i, j := bytes.IndexByte(b, '['), bytes.IndexByte(b, '>'); i >= 0 && i < j {
+				end = []byte("]>") // an internal subset
+			}
+		default:
+			return false
+		}
+		i := bytes.Index(b, end)
+		if i < 0 {
+			return false
+		}
+		b = b[i+len(end):]
+	}
+}
+
+// isDecl reports whether b starts with an XML declaration (not a processing
+// instruction whose name starts with xml, such as <?xml-stylesheet?>).
+func isDecl(b []byte) bool {
+	return len(b) > 5 && bytes.HasPrefix(b, []byte("<?xml")) && bytes.IndexByte([]byte(" \t\r\n?"), b[5]) >= 0
 }

@@ -229,8 +229,23 @@ func TestRecorderGoneAfterDeclaration(t *testing.T) {
 
 // TestOneDeclaration: whitespace or a byte order mark before the legacy's
 // declaration never makes a second declaration (nor a declaration that is
-// not the first bytes) in what is sent, for a list and a single record.
+// not the first bytes) in what is sent, for a list and a single record; a
+// declaration XML does not allow (<?xml?>, without a version) is replaced by
+// ours; a processing instruction named xml-something is no declaration.
 func TestOneDeclaration(t *testing.T) {
+	for _, tc := range []struct{ prolog, want string }{
+		{"<?xml?>\n", `<?xml version="1.0" encoding="UTF-8"?>` + "\n"},
+		{"<?xml-stylesheet href=\"s.xsl\"?>\n", `<?xml version="1.0" encoding="UTF-8"?>` + "\n<?xml-stylesheet href=\"s.xsl\"?>\n"},
+		{"0<?xml ?>", `<?xml version="1.0" encoding="UTF-8"?>` + "\n"},                                      // text before the root
+		{"<?xml version=\"1.0\"?><?xml version=\"1.0\"?>", `<?xml version="1.0" encoding="UTF-8"?>` + "\n"}, // a second declaration
+		{"<?xml version=\"1.0\"?>\n<!DOCTYPE properties [<!ENTITY a \"b\">]>\n<!-- c -->\n", "<?xml version=\"1.0\"?>\n<!DOCTYPE properties [<!ENTITY a \"b\">]>\n<!-- c -->\n"},
+	} {
+		ps := readRawList(t, tc.prolog+"<properties count=\"1\"><property id=\"1\"/></properties>\n")
+		got := string(AppendPropertyList(nil, XML, ps, Options{Detail: normalize.Full, Prices: true, Unknown: true}))
+		if want := tc.want + "<properties count=\"1\"><property id=\"1\"/></properties>\n"; got != want {
+			t.Errorf("prolog %q (-want +got):\n%s", tc.prolog, cmp.Diff(want, got))
+		}
+	}
 	full := Options{Detail: normalize.Full, Prices: true, Unknown: true}
 	const decl = `<?xml version="1.0" encoding="UTF-8"?>`
 	const rec = "<property id=\"1\" last_updated=\"Tue Nov 3 09:05:00 +1000 2026\"><suburb>Bondi</suburb></property>"

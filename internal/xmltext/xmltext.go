@@ -216,10 +216,10 @@ func sniff(head []byte) (enc string, decided bool) {
 	}
 	s := bytes.TrimLeft(bytes.TrimPrefix(head, []byte(utf8BOM)), " \t\r\n")
 	const open = "<?xml"
-	if len(s) < len(open) {
+	if len(s) <= len(open) {
 		return "", !bytes.HasPrefix([]byte(open), s) || len(head) >= declMax
 	}
-	if !bytes.HasPrefix(s, []byte(open)) {
+	if !isDecl(s) {
 		return "", true
 	}
 	decl, _, complete := bytes.Cut(s, []byte("?>"))
@@ -237,10 +237,16 @@ func sniff(head []byte) (enc string, decided bool) {
 // cannot start with one.
 func declComplete(head []byte) bool {
 	s := bytes.TrimLeft(bytes.TrimPrefix(head, []byte(utf8BOM)), " \t\r\n")
-	if len(s) < len("<?xml") {
+	if len(s) <= len("<?xml") {
 		return !bytes.HasPrefix([]byte("<?xml"), s)
 	}
-	return !bytes.HasPrefix(s, []byte("<?xml")) || bytes.Contains(s, []byte("?>"))
+	return !isDecl(s) || bytes.Contains(s, []byte("?>"))
+}
+
+// isDecl reports whether b starts with an XML declaration (not a processing
+// instruction whose name starts with xml, such as <?xml-stylesheet?>).
+func isDecl(b []byte) bool {
+	return len(b) > 5 && bytes.HasPrefix(b, []byte("<?xml")) && bytes.IndexByte([]byte(" \t\r\n?"), b[5]) >= 0
 }
 
 // pseudoAttr finds name="value" (or single quotes) in an XML declaration
@@ -275,7 +281,7 @@ func pseudoAttr(decl []byte, name string) (value []byte, at int, ok bool) {
 func rewriteDecl(head []byte, transcoded bool) ([]byte, bool) {
 	head = bytes.TrimPrefix(head, []byte(utf8BOM))
 	s := bytes.TrimLeft(head, " \t\r\n")
-	if !bytes.HasPrefix(s, []byte("<?xml")) {
+	if !isDecl(s) {
 		return head, false
 	}
 	end := bytes.Index(s, []byte("?>"))

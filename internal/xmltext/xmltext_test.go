@@ -61,6 +61,7 @@ func TestReader(t *testing.T) {
 		{name: "IBM819 is Latin-1", in: `<?xml version="1.0" encoding="IBM819"?><a>` + "\xe9\x80</a>", want: `<?xml version="1.0" encoding="UTF-8"?><a>é` + "\u0080</a>", transcoded: "ibm819"},
 		{name: "x-cp1252 (WHATWG)", in: `<?xml version="1.0" encoding="x-cp1252"?><a>` + "\x80</a>", want: `<?xml version="1.0" encoding="UTF-8"?><a>€</a>`, transcoded: "x-cp1252"},
 		{name: "UTF-16 declared over 8-bit bytes", in: `<?xml version="1.0" encoding="UTF-16"?><a>Caf` + "\xe9</a>", want: `<?xml version="1.0" encoding="UTF-8"?><a>Café</a>`, repaired: true},
+		{name: "a stylesheet, not a declaration", in: "\n<?xml-stylesheet version=\"1.1\" href=\"s.xsl\"?><a>Caf\xe9</a>", want: "\n<?xml-stylesheet version=\"1.1\" href=\"s.xsl\"?><a>Café</a>", repaired: true},
 		{name: "unknown encoding", in: `<?xml version="1.0" encoding="EBCDIC-US"?><a>` + "\xe9</a>", want: `<?xml version="1.0" encoding="EBCDIC-US"?><a>` + "\xe9</a>"},
 	} {
 		for _, oneByte := range []bool{false, true} {
