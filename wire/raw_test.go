@@ -365,3 +365,23 @@ func TestLocalPaging(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalPagingAgents: an agent list is paged as a property list is.
+func TestLocalPagingAgents(t *testing.T) {
+	var recs strings.Builder
+	for i := range 6 {
+		recs.WriteString("<agent id=\"" + strconv.Itoa(i+1) + "\"><name>N</name></agent>")
+	}
+	paged := 0
+	as, err := ReadAgentList(NewRawDecoder(strings.NewReader("<agents count=\"6\">"+recs.String()+"</agents>")), true, 2,
+		ReadOptions{Keep: true, Offset: 3, Paged: func(n int) { paged = n }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(as) != 2 || as[0].ID != 4 || as[1].ID != 5 || paged != 6 {
+		t.Errorf("agents %+v, paged %d; want 4 and 5, 6", as, paged)
+	}
+	if got := string(AppendAgentList(nil, JSON, as, Options{Detail: normalize.Full})); !strings.HasPrefix(got, `{"agents":{"count":"2","agent":[{"id":"4"`) {
+		t.Errorf("JSON %s", got)
+	}
+}
