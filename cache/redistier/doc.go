@@ -27,7 +27,7 @@
 //
 // On a second-tier miss, Claim takes the key's lease (PREFIX l:{ID}, SET NX
 // PX Options.Lease). The holder loads; Set writes the entry, drops the
-// lease and publishes on PREFIX filled, in one script. A replica that finds
+// lease and publishes on PREFIX filled, in one transaction. A replica that finds
 // the lease taken registers for that notification (one subscription per
 // process, dispatched to waiting flights by ID) and waits, within its own
 // fill deadline, for the value, for the filler's failure (then it fails

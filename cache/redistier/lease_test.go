@@ -17,26 +17,29 @@ import (
 )
 
 // failSets is a go-redis hook that, while on, fails the tier's write of
-// an entry (the script with two keys, the entry's first) as a Redis
-// fault would, and lets everything else through.
+// an entry (a transaction that SETs an entry's key) as a Redis fault
+// would, and lets everything else through.
 type failSets struct{ on atomic.Bool }
 
 func (f *failSets) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (f *failSets) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		a := cmd.Args()
-		if f.on.Load() && len(a) > 4 && (cmd.Name() == "evalsha" || cmd.Name() == "eval") && fmt.Sprint(a[2]) == "2" && strings.Contains(a[3].(string), "e:{") {
-			err := errors.New("injected fault: connection reset")
-			cmd.SetErr(err)
-			return err
-		}
-		return next(ctx, cmd)
-	}
-}
+func (f *failSets) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
 
 func (f *failSets) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if f.on.Load() {
+			for _, cmd := range cmds {
+				if a := cmd.Args(); cmd.Name() == "set" && len(a) > 1 && strings.Contains(fmt.Sprint(a[1]), "e:{") {
+					err := errors.New("injected fault: connection reset")
+					for _, c := range cmds {
+						c.SetErr(err)
+					}
+					return err
+				}
+			}
+		}
+		return next(ctx, cmds)
+	}
 }
 
 var _ redis.Hook = (*failSets)(nil)

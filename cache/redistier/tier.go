@@ -559,15 +559,6 @@ func (t *Tier) notify(eid string, n note) {
 	}
 }
 
-// setScript writes an entry, drops the lease if it is still ours, and
-// tells the fleet. KEYS: entry, lease; ARGV: value, ttl ms, token, channel,
-// message.
-var setScript = redis.NewScript(`
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-if redis.call('GET', KEYS[2]) == ARGV[3] then redis.call('DEL', KEYS[2]) end
-redis.call('PUBLISH', ARGV[4], ARGV[5])
-return 1`)
-
 // releaseScript drops the lease if it is still ours and tells the fleet.
 // KEYS: lease; ARGV: token, channel, message.
 var releaseScript = redis.NewScript(`
@@ -593,9 +584,19 @@ func (t *Tier) Set(ctx context.Context, k cache.Key, gen uint64, e *cache.Entry,
 		return
 	}
 	tok := t.token(eid)
+	// The write, the lease's release and the notice in one transaction
+	// (MULTI/EXEC: the two keys share a hash slot). Not one script: a
+	// value copied through Lua costs Redis over 100 µs of its one thread
+	// for a 45 KB entry, SET about 5 (bench/NOTES.md). EVAL, not EVALSHA:
+	// inside MULTI a script missing from Redis's cache could not be
+	// loaded and retried.
 	_ = t.do(ctx, "set", func(ctx context.Context) error {
-		return setScript.Run(ctx, t.rdb, []string{t.entryKey(eid), t.leaseKey(eid)},
-			val, ttl.Milliseconds()+1, tok, t.filledCh, eid+" ok").Err()
+		_, err := t.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, t.entryKey(eid), val, ttl+time.Millisecond)
+			releaseScript.Eval(ctx, p, []string{t.leaseKey(eid)}, tok, t.filledCh, eid+" ok")
+			return nil
+		})
+		return err
 	}, func(err error) {
 		if err == nil {
 			t.sets.Add(1)
