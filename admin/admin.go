@@ -86,6 +86,8 @@ type PurgeTargets interface {
 }
 
 // BreakerStates lists every breaker's state (breaker.Registry.States).
+// When it also has breaker.Registry's Limits method, GET /backends shows
+// each backend's concurrency limit too.
 type BreakerStates interface {
 	States() []breaker.Status
 }

@@ -222,6 +222,42 @@ func TestBackends(t *testing.T) {
 	}
 }
 
+type fakeLimits struct {
+	fakeBreakers
+	limits []breaker.LimitStatus
+}
+
+func (f fakeLimits) Limits() []breaker.LimitStatus { return f.limits }
+
+// TestBackendsConcurrency: /backends shows each backend's concurrency limit
+// when the breakers report limits.
+func TestBackendsConcurrency(t *testing.T) {
+	t.Parallel()
+	do := serve(t, admin.Options{
+		Backends: []admin.Backend{{Name: "crm", Kind: "crm"}, {Name: "pg", Kind: "postgres"}},
+		Breakers: fakeLimits{limits: []breaker.LimitStatus{
+			{Backend: "crm", Adaptive: true, Limit: 48, Ceiling: 256, InFlight: 30, Waiting: 2, Waits: 7,
+				Refusals: map[string]uint64{breaker.RefusedQueueTimeout: 3, breaker.RefusedCanceled: 1}},
+		}},
+	})
+	status, body := do("GET", "/backends", true)
+	var got struct {
+		Backends []map[string]any `json:"backends"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); status != 200 || err != nil {
+		t.Fatalf("GET /backends = %d %s (%v)", status, body, err)
+	}
+	want := []map[string]any{
+		{"name": "crm", "kind": "crm", "ready": true, "breakers": []any{}, "concurrency": map[string]any{
+			"adaptive": true, "limit": 48.0, "ceiling": 256.0, "in_flight": 30.0, "waiting": 2.0, "waits": 7.0,
+			"refusals": map[string]any{"queue_timeout": 3.0, "canceled": 1.0}}},
+		{"name": "pg", "kind": "postgres", "ready": true, "breakers": []any{}},
+	}
+	if diff := cmp.Diff(want, got.Backends); diff != "" {
+		t.Errorf("/backends (-want +got):\n%s", diff)
+	}
+}
+
 // fakeTargets tags a url by its text and an entity by kind and id.
 type fakeTargets struct{}
 

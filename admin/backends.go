@@ -49,6 +49,26 @@ type backendRow struct {
 	// for backends that can be pinged; absent otherwise.
 	Ping     string       `json:"ping,omitempty"`
 	Breakers []breakerRow `json:"breakers"`
+	// Concurrency is the backend's concurrency limit (absent when it has
+	// none, or the BreakerStates do not report limits).
+	Concurrency *concurrencyRow `json:"concurrency,omitempty"`
+}
+
+// concurrencyRow is a backend's concurrency limiter (breaker.LimitStatus).
+type concurrencyRow struct {
+	Adaptive bool              `json:"adaptive"`
+	Limit    int               `json:"limit"`
+	Ceiling  int               `json:"ceiling"`
+	InFlight int               `json:"in_flight"`
+	Waiting  int               `json:"waiting"`
+	Waits    uint64            `json:"waits"`
+	Refusals map[string]uint64 `json:"refusals"`
+}
+
+// limits is what BreakerStates may also implement
+// (breaker.Registry.Limits).
+type limits interface {
+	Limits() []breaker.LimitStatus
 }
 
 // breakerRow is one breaker of a backend: the backend-wide one (tenant
@@ -111,6 +131,14 @@ func backendsHandler(backends []Backend, breakers BreakerStates, shared func() S
 				LastError: st.LastError, LastFailure: timeOrNil(st.LastFailure), LastSuccess: timeOrNil(st.LastSuccess),
 				InFlight: st.InFlight, Slots: st.Slots,
 			})
+		}
+		if l, ok := breakers.(limits); ok {
+			for _, st := range l.Limits() {
+				if i, ok := slices.BinarySearch(names, st.Backend); ok {
+					out[i].Concurrency = &concurrencyRow{Adaptive: st.Adaptive, Limit: st.Limit, Ceiling: st.Ceiling,
+						InFlight: st.InFlight, Waiting: st.Waiting, Waits: st.Waits, Refusals: st.Refusals}
+				}
+			}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
