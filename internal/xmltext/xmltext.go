@@ -33,18 +33,21 @@ import (
 //     (a superset of Latin-1 for printable text): a legacy script that
 //     writes one Latin-1 "é" would otherwise fail the whole answer as
 //     malformed XML (repaired).
-//   - A document declaring a single-byte charset the CRM is known to use
-//     (ISO-8859-1, ISO-8859-15, Windows-1252 and their aliases), or in
-//     UTF-16 (by its byte order mark, or by "<?" in UTF-16 without one), is
-//     decoded to UTF-8 (transcoded).
+//   - A document declaring any charset x/text decodes (decoderOf: the
+//     legacy spellings of Latin-1 and Windows-1252, every IANA name and
+//     alias, the WHATWG labels), or without a declaration the charset its
+//     transport names (SetCharset), or in UTF-16 (by its byte order mark,
+//     or by "<?" in UTF-16 without one), is decoded to UTF-8 (transcoded).
+//     A UTF-16 declaration over bytes that are not is read as UTF-8.
 //   - Its XML declaration is then rewritten to say what follows: encoding
 //     "UTF-8" for a transcoded document, version "1.0" for one declaring
 //     XML 1.1 (read as 1.0: the characters 1.1 allows beyond 1.0, control
 //     characters as references, still fail as malformed); a byte order
 //     mark or whitespace before it is dropped (either would make the
 //     declaration the proxy writes again not the document's first bytes).
-//   - A document declaring any other encoding passes through untouched,
-//     and the decoder's CharsetReader refuses it ("unsupported charset").
+//   - A document declaring an encoding nothing decodes passes through
+//     untouched, and the decoder's CharsetReader refuses it ("unsupported
+//     charset").
 //
 // It keeps at most one chunk of its source (and the head it sniffs, up to
 // declMax bytes) plus three bytes of an incomplete sequence, so it adds
