@@ -50,6 +50,7 @@ var importRules = map[string]importRule{
 	"statuspage":             {own: []string{"cache", "telemetry", "upstream/breaker"}},
 	"upstream/webhook":       {own: []string{"upstream"}, ext: []string{"github.com/hashicorp/golang-lru/v2", "golang.org/x/time/rate"}},
 	"upstream/poll":          {own: []string{"normalize", "upstream"}},
+	"upstream/binlog":        {own: []string{"upstream"}, ext: []string{"github.com/go-mysql-org/go-mysql/", "github.com/go-sql-driver/mysql", "github.com/cenkalti/backoff/v5"}},
 	"freshness":              {own: []string{"cache", "proxy", "telemetry", "upstream"}, notStd: []string{"database/sql"}},
 	"admin":                  {own: []string{"cache", "telemetry", "upstream/breaker"}, ext: []string{"golang.org/x/crypto/bcrypt", "golang.org/x/time/rate", "github.com/hashicorp/golang-lru/v2"}},
 	"config":                 {own: []string{"cache", "clientip", "upstream", "upstream/breaker"}, ext: []string{"gopkg.in/yaml.v3", "golang.org/x/crypto/bcrypt"}},

@@ -112,6 +112,31 @@ type SQLBackend struct {
 	ConnMaxLifetime    Duration `yaml:"conn_max_lifetime"`
 	QueryTimeout       Duration `yaml:"query_timeout"` // per statement
 	Notify             bool     `yaml:"notify"`        // postgres: LISTEN for change notifications
+	// Binlog, mysql only: read the server's binary log and purge what
+	// changed (the binlog feed, docs/sql.md). Nil: off.
+	Binlog *Binlog `yaml:"binlog"`
+}
+
+// Binlog configures a MySQL/MariaDB backend's binlog feed.
+type Binlog struct {
+	// ServerID is the replica id the feed registers with; unique among
+	// the server's replicas. 0: a random one.
+	ServerID uint32 `yaml:"server_id"`
+	// Heartbeat is the server's heartbeat period: a stream silent for
+	// three is reconnected. 0: 1s.
+	Heartbeat Duration `yaml:"heartbeat"`
+	// Tables maps legacy tables (behind the documented views) to what
+	// their rows are; none: the legacy schema's own tables.
+	Tables map[string]BinlogTable `yaml:"tables"`
+}
+
+// BinlogTable says what one table's rows are (upstream/binlog.Table).
+type BinlogTable struct {
+	Resource string `yaml:"resource"` // properties or agents
+	ID       string `yaml:"id"`       // the entity's id column
+	Tenant   string `yaml:"tenant"`   // the column holding tenants.id
+	Property string `yaml:"property"` // for a property's parts: the property's id column
+	Agent    string `yaml:"agent"`    // an agent id column whose document the row is part of
 }
 
 // CRMBackend is the legacy CRM's XML API. A zero knob means crm's default

@@ -113,7 +113,7 @@ var (
 var kindFeeds = map[string]string{
 	KindSQLite:   "webhooks only (webhook_secret on its tenants)",
 	KindPostgres: "notify: true, and webhook_secret on its tenants",
-	KindMySQL:    "webhooks (webhook_secret on its tenants)",
+	KindMySQL:    "binlog, and webhook_secret on its tenants",
 	KindCRM:      "poll_interval, and webhook_secret on its tenants",
 }
 
@@ -172,6 +172,27 @@ func (c *Config) validate() []problem {
 			}
 			if sb.Notify && b.Kind != KindPostgres {
 				add(p+".notify", "notify is PostgreSQL's change feed; a %s backend's: %s", b.Kind, kindFeeds[b.Kind])
+			}
+			if bl := sb.Binlog; bl != nil {
+				if b.Kind != KindMySQL {
+					add(p+".binlog", "binlog is MySQL and MariaDB's change feed; a %s backend's: %s", b.Kind, kindFeeds[b.Kind])
+				}
+				if hb := bl.Heartbeat.D(); hb < 0 || hb > 0 && hb < 100*time.Millisecond {
+					add(p+".binlog.heartbeat", "must be at least 100ms (or 0: 1s), got %s", hb)
+				}
+				for _, tn := range slices.Sorted(maps.Keys(bl.Tables)) {
+					tb, tp := bl.Tables[tn], p+".binlog.tables."+tn
+					switch {
+					case tb.Resource != "properties" && tb.Resource != "agents":
+						add(tp+".resource", "%q: want properties or agents", tb.Resource)
+					case tb.ID != "" && tb.Tenant == "":
+						add(tp+".tenant", "required with id: the column holding the row's tenants.id")
+					case tb.ID == "" && tb.Property == "":
+						add(tp, "needs id and tenant (an entity's own table) or property (a table of a property's parts)")
+					case tb.Property != "" && tb.Resource != "properties":
+						add(tp+".resource", "a table of a property's parts (property) is of resource properties")
+					}
+				}
 			}
 		case b.CRM != nil:
 			cb := b.CRM

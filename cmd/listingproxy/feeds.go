@@ -12,6 +12,7 @@ import (
 	"listingproxy/freshness"
 	"listingproxy/telemetry"
 	"listingproxy/upstream"
+	"listingproxy/upstream/binlog"
 	"listingproxy/upstream/poll"
 	"listingproxy/upstream/sqlstore"
 	"listingproxy/upstream/webhook"
@@ -101,16 +102,37 @@ func (e feedEnv) tenants() []string {
 	return out
 }
 
-// sqlFeeds are a SQL backend's feeds: PostgreSQL's NOTIFY with notify.
+// sqlFeeds are a SQL backend's feeds: PostgreSQL's NOTIFY with notify,
+// MySQL/MariaDB's binlog with binlog.
 func sqlFeeds(e feedEnv) ([]upstream.ChangeFeed, error) {
-	if !e.cfg.Backends[e.name].SQL.Notify {
+	sb := e.cfg.Backends[e.name].SQL
+	if !sb.Notify && sb.Binlog == nil {
 		return nil, nil
 	}
 	st, ok := e.opened.(*sqlstore.Store)
 	if !ok {
-		return nil, fmt.Errorf("backend %s: notify: %T is not a SQL store", e.name, e.opened)
+		return nil, fmt.Errorf("backend %s: %T is not a SQL store", e.name, e.opened)
 	}
-	return []upstream.ChangeFeed{st.NotifyFeed()}, nil
+	var fs []upstream.ChangeFeed
+	if sb.Notify {
+		fs = append(fs, st.NotifyFeed())
+	}
+	if bl := sb.Binlog; bl != nil {
+		o := binlog.Options{ServerID: bl.ServerID, Heartbeat: bl.Heartbeat.D(), Where: "backends." + e.name + ".binlog"}
+		if len(bl.Tables) > 0 {
+			o.Tables = map[string]binlog.Table{}
+			for name, t := range bl.Tables {
+				o.Tables[name] = binlog.Table(t)
+			}
+		}
+		db, dsn := st.Source()
+		f, err := binlog.New(db, dsn, e.log, o)
+		if err != nil {
+			return nil, fmt.Errorf("backends.%s.binlog: %w", e.name, err)
+		}
+		fs = append(fs, f)
+	}
+	return fs, nil
 }
 
 // crmFeeds are a CRM backend's feeds: the poller with poll_interval.

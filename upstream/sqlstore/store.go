@@ -381,6 +381,10 @@ func (s *Store) setNotReady(err error) {
 	s.notReadyMu.Unlock()
 }
 
+// Source returns the store's pool and the data source name it was opened
+// with, for a change feed that reads the same database (upstream/binlog).
+func (s *Store) Source() (*sql.DB, string) { return s.db, s.dsn }
+
 // Ready returns nil once the store serves, else why not (wrapping
 // ErrNotReady). A store that is not ready wakes its background preparation.
 func (s *Store) Ready() error {
