@@ -31,12 +31,16 @@ type ChangePurge struct {
 //     an entity into a list it was not in (a new status, a later
 //     last_updated on an earlier page) is not purged there: that list
 //     shows it when its ttl ends (docs/caching.md, change feeds).
-//   - A gap (the feed may have missed changes), AllTenants, or a change
-//     naming none (a TRUNCATE, a bulk statement): every body of the
-//     tenant. An agent's document embeds its properties and a property's
-//     its agents' names, so both resources may be stale.
+//   - A gap (the feed may have missed changes) or a change naming none (a
+//     TRUNCATE, a bulk statement): every body of the tenant. An agent's
+//     document embeds its properties and a property's its agents' names,
+//     so both resources may be stale.
+//
+// A change of AllTenants is purged so in every tenant of the backend
+// (entities whose tenant the feed could not tell are purged by entity in
+// each: only their owner holds bodies tagged with them).
 func ChangePurges(tenant string, c upstream.Change) []ChangePurge {
-	if c.Gap || c.Tenant == upstream.AllTenants || !c.Entities() {
+	if c.Gap || !c.Entities() {
 		return []ChangePurge{{cache.Purge{Tenant: tenant, Mode: cache.Soft}, "tenant", ""}}
 	}
 	tags := make([]cache.Tag, 0, len(c.Properties)+len(c.Agents))

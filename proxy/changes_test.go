@@ -39,6 +39,8 @@ func TestChangePurges(t *testing.T) {
 		{"a bulk statement naming none", upstream.Change{Tenant: "hb", Resource: "properties", Op: "UPDATE"}, []proxy.ChangePurge{tenant()}},
 		{"a gap", upstream.Change{Tenant: "hb", Gap: true, Properties: []int64{1}}, []proxy.ChangePurge{tenant()}},
 		{"every tenant", upstream.Change{Tenant: upstream.AllTenants}, []proxy.ChangePurge{tenant()}},
+		{"entities of a tenant not known", upstream.Change{Tenant: upstream.AllTenants, Resource: "properties", Op: "DELETE", Properties: []int64{4}},
+			[]proxy.ChangePurge{entity("1 properties, 0 agents", proxy.PropertyTag(4))}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if diff := cmp.Diff(c.want, proxy.ChangePurges("harbour", c.change)); diff != "" {
