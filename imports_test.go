@@ -55,6 +55,7 @@ var importRules = map[string]importRule{
 	"admin":                  {own: []string{"cache", "telemetry", "upstream/breaker"}, ext: []string{"golang.org/x/crypto/bcrypt", "golang.org/x/time/rate", "github.com/hashicorp/golang-lru/v2"}},
 	"config":                 {own: []string{"cache", "clientip", "upstream", "upstream/breaker"}, ext: []string{"gopkg.in/yaml.v3", "golang.org/x/crypto/bcrypt"}},
 	"docdiff":                {own: []string{"internal/xmltext"}, ext: []string{"github.com/beevik/etree"}},
+	"docdiff/endpoints":      {own: []string{"docdiff", "internal/legacyfixture"}},
 	"internal/onewrite":      {},
 	"internal/tcpproxy":      {},
 	"internal/legacyfixture": {},
