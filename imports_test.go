@@ -45,7 +45,7 @@ var importRules = map[string]importRule{
 	"proxy": {own: []string{"cache", "clientip", "normalize", "upstream", "wire"},
 		ext:    append([]string{"golang.org/x/crypto/bcrypt", "golang.org/x/sync/", "golang.org/x/time/rate"}, otelAPI...),
 		notStd: []string{"database/sql"}},
-	"telemetry": {own: []string{"cache", "clientip", "upstream", "upstream/breaker"},
+	"telemetry": {own: []string{"cache", "cache/redistier", "clientip", "upstream", "upstream/breaker", "upstream/crm"},
 		ext: []string{"github.com/prometheus/client_golang/", "go.opentelemetry.io/"}, notStd: []string{"database/sql"}},
 	"statuspage":             {own: []string{"cache", "telemetry", "upstream/breaker"}},
 	"upstream/webhook":       {own: []string{"upstream"}, ext: []string{"github.com/hashicorp/golang-lru/v2", "golang.org/x/time/rate"}},

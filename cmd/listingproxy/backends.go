@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"listingproxy/config"
@@ -26,29 +25,6 @@ import (
 // readier is a backend that may not be ready to serve yet (sqlstore while
 // its database has not answered since start-up).
 type readier interface{ Ready() error }
-
-// registerBackendReady exports listingproxy_backend_ready{backend}: 1 when
-// the backend can serve, 0 while it cannot yet (a SQL database that has not
-// answered since start-up). Breaker states are exported by telemetry.
-func registerBackendReady(reg prometheus.Registerer, backends map[string]upstream.Backend) error {
-	for _, name := range slices.Sorted(maps.Keys(backends)) {
-		b := backends[name]
-		g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name:        "listingproxy_backend_ready",
-			Help:        "1 when the backend can serve, 0 while it cannot yet (a SQL database that has not answered since start-up).",
-			ConstLabels: prometheus.Labels{"backend": name},
-		}, func() float64 {
-			if rd, ok := b.(readier); ok && rd.Ready() != nil {
-				return 0
-			}
-			return 1
-		})
-		if err := reg.Register(g); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // backendKind is how cmd opens one kind of backend.
 type backendKind struct {

@@ -28,6 +28,7 @@ import (
 	"listingproxy/telemetry"
 	"listingproxy/upstream"
 	"listingproxy/upstream/breaker"
+	"listingproxy/upstream/crm"
 )
 
 // app is the wired service: the public handler, the admin handler, and what
@@ -143,11 +144,13 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		a.closers = append(a.closers, closer)
 		backends[name] = b
 		decorated[name] = a.decorate(name, cfg, b, tp)
+		if c, ok := b.(*crm.Client); ok {
+			if err := a.metrics.WatchCRM(name, c.Stats); err != nil {
+				return nil, fmt.Errorf("metrics: %w", err)
+			}
+		}
 	}
-	if err := registerBackendReady(reg, backends); err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
-	}
-	if err := registerCRMFlaws(reg, backends); err != nil {
+	if err := a.metrics.WatchBackendReady(backends); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 
@@ -250,7 +253,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	if err := a.metrics.WatchLimits(a.breakers.Limits); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	if err := reg.Register(cappedLists(a.srv)); err != nil {
+	if err := a.metrics.WatchCappedLists(a.srv.CappedLists); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	// Outermost first: the drain's Connection: close goes on every
