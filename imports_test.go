@@ -57,6 +57,7 @@ var importRules = map[string]importRule{
 	"docdiff":                {own: []string{"internal/xmltext"}, ext: []string{"github.com/beevik/etree"}},
 	"docdiff/endpoints":      {own: []string{"docdiff", "internal/legacyfixture"}},
 	"internal/onewrite":      {},
+	"internal/tlsreload":     {},
 	"internal/tcpproxy":      {},
 	"internal/legacyfixture": {},
 	"internal/xmltext":       {ext: []string{"golang.org/x/text/"}},

@@ -112,8 +112,8 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 
 	reload := func() {
 		if cert != nil { // renewed certificates apply even if the configuration is broken
-			if err := cert.reload(); err != nil {
-				log.Error("tls certificate reload failed; keeping the certificate in use", "err", err)
+			if err := cert.Reload(); err != nil {
+				log.Error("tls certificate reload failed; keeping the certificate in use", "err", fmt.Errorf("server.tls: %w", err))
 			} else {
 				log.Info("tls certificate reloaded", "cert_file", cfg.Server.TLS.CertFile)
 			}
