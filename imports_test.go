@@ -56,6 +56,7 @@ var importRules = map[string]importRule{
 	"config":                 {own: []string{"cache", "clientip", "upstream", "upstream/breaker"}, ext: []string{"gopkg.in/yaml.v3", "golang.org/x/crypto/bcrypt"}},
 	"docdiff":                {own: []string{"internal/xmltext"}, ext: []string{"github.com/beevik/etree"}},
 	"docdiff/endpoints":      {own: []string{"docdiff", "internal/legacyfixture"}},
+	"internal/memlimit":      {},
 	"internal/onewrite":      {},
 	"internal/tlsreload":     {},
 	"internal/tcpproxy":      {},

@@ -19,6 +19,7 @@ import (
 	"listingproxy"
 	"listingproxy/cache"
 	"listingproxy/config"
+	"listingproxy/internal/memlimit"
 	"listingproxy/internal/onewrite"
 )
 
@@ -88,8 +89,8 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 		_ = tcp.Close()
 		return err
 	}
-	// The memory limit (see limitMemory) lasts as long as serve.
-	defer limitMemory(cmp.Or(int64(cfg.Cache.MaxBytes), cache.DefaultMaxBytes), getenv, log)()
+	// The memory limit (internal/memlimit) lasts as long as serve.
+	defer memlimit.Apply(cmp.Or(int64(cfg.Cache.MaxBytes), cache.DefaultMaxBytes), getenv, log)()
 	servers := []served{publicServer(cfg.Server, app.handler, log, ln, cert != nil)}
 	adminURL := ""
 	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
