@@ -58,6 +58,7 @@ var importRules = map[string]importRule{
 	"docdiff/endpoints":      {own: []string{"docdiff", "internal/legacyfixture"}},
 	"internal/memlimit":      {},
 	"internal/onewrite":      {},
+	"internal/progress":      {},
 	"internal/tlsreload":     {},
 	"internal/tcpproxy":      {},
 	"internal/legacyfixture": {},
