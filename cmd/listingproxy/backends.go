@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -118,7 +117,7 @@ func openSQL(ctx context.Context, name string, cfg *config.Config, env openEnv) 
 	var setup func(context.Context, *sqlstore.Store) error
 	if b.SeedDemo {
 		setup = func(ctx context.Context, st *sqlstore.Store) error {
-			return seedIfEmpty(ctx, st, b, env.now, env.log, name)
+			return st.SetupDemo(ctx, demo.Options{Now: env.now()}, b.Notify)
 		}
 	}
 	st, err := sqlstore.Open(ctx, sqlstore.Config{
@@ -131,36 +130,4 @@ func openSQL(ctx context.Context, name string, cfg *config.Config, env openEnv) 
 		return nil, nil, err
 	}
 	return st, func() { st.Close() }, nil
-}
-
-// seedIfEmpty creates the schema and loads the demo data into an empty
-// database. The demo database is ours, so with notify it also installs the
-// change-notification trigger (idempotent); a legacy database's operator
-// installs it (README).
-func seedIfEmpty(ctx context.Context, st *sqlstore.Store, b *config.SQLBackend, now func() time.Time, log *slog.Logger, name string) error {
-	if err := st.Migrate(ctx); err != nil {
-		return err
-	}
-	empty, err := st.Empty(ctx)
-	if err != nil {
-		return err
-	}
-	if empty {
-		start := time.Now()
-		switch err := st.SeedDemo(ctx, demo.Options{Now: now()}); {
-		case errors.Is(err, sqlstore.ErrNotEmpty):
-			// Another process started on the same database seeded it first.
-			log.Info("demo data seeded by another process", "backend", name)
-		case err != nil:
-			return fmt.Errorf("seed demo data: %w", err)
-		default:
-			log.Info("seeded demo data", "backend", name, "took", time.Since(start).Round(time.Millisecond).String())
-		}
-	}
-	if b.Notify {
-		if err := st.InstallNotify(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
 }
