@@ -59,6 +59,7 @@ var importRules = map[string]importRule{
 	"internal/memlimit":      {},
 	"internal/onewrite":      {},
 	"internal/progress":      {},
+	"internal/secret":        {ext: []string{"golang.org/x/term"}},
 	"internal/serving":       {},
 	"internal/tlsreload":     {},
 	"internal/tcpproxy":      {},
