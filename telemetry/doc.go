@@ -1,5 +1,5 @@
-// Package telemetry owns listingproxy's operational signals: the
-// OpenTelemetry tracer provider (exporter, sampler, resource, flush on
+// Package telemetry owns listingproxy's operational signals: the service's
+// logger (NewLogger), the OpenTelemetry tracer provider (exporter, sampler, resource, flush on
 // shutdown), the Prometheus metric set (with build info, configuration
 // reloads, purges and per-tenant traffic, and the recent reloads and purges
 // for the operator's page; the families read at scrape time from the

@@ -21,6 +21,7 @@ import (
 	"listingproxy/internal/memlimit"
 	"listingproxy/internal/onewrite"
 	"listingproxy/internal/serving"
+	"listingproxy/telemetry"
 )
 
 // serve runs the service until ctx is done or SIGINT/SIGTERM arrives, then
@@ -66,7 +67,7 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	level := new(slog.LevelVar)
 	level.Set(logLevel(cfg.Log))
-	log := newLogger(cfg.Log, level, stderr)
+	log := telemetry.NewLogger(cfg.Log.Format, level, stderr)
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -233,22 +234,4 @@ func logLevel(c config.Log) slog.Level {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.Level))
 	return level
-}
-
-// newLogger returns the JSON logger (text on a terminal, or as configured)
-// at level, which a reload may change.
-func newLogger(c config.Log, level slog.Leveler, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
-	text := c.Format == "text"
-	if c.Format == "auto" {
-		if f, ok := w.(*os.File); ok {
-			if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-				text = true
-			}
-		}
-	}
-	if text {
-		return slog.New(slog.NewTextHandler(w, opts))
-	}
-	return slog.New(slog.NewJSONHandler(w, opts))
 }
