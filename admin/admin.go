@@ -2,7 +2,8 @@
 // process answers), GET /readyz (it can serve: not draining), GET /metrics,
 // and behind the operator's credentials GET /backends (each backend's
 // readiness, a ping and its breakers), /debug/pprof, POST /cache/purge and
-// the status page (GET /status, /status.json).
+// the status page (GET /status, /status.json); and Probe, the client of
+// /healthz that "listingproxy healthcheck" runs.
 //
 // It takes what it reports on and acts on as small interfaces it declares
 // (Purger, BreakerStates, Backend's functions) in an Options struct, never

@@ -18,8 +18,9 @@
 # Targets (issue 10): peak RSS <= 600 MB and every client answered (a
 # complete response, 503 with Retry-After at worst) within
 # cache.fill_timeout (10s) + 1s. Each client asks a different list (its own
-# cache key), so nothing is coalesced: N answers are decoded at once, up to
-# max_concurrency (16).
+# cache key), so nothing is coalesced: N calls are made at once (one tenant:
+# up to 14 of the CRM's starting concurrency limit of 16), and their answers
+# are decoded as max_decoding_bytes (64MiB) allows: four of 15 MiB at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

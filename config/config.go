@@ -2,7 +2,8 @@
 // strict decoding (unknown keys are errors), ${VAR} expansion in every
 // scalar value (secrets, but also durations, numbers, booleans), defaults,
 // and validation, which lists every problem at once, each located by its
-// line and path in the file.
+// line and path in the file; and which changes a reload applies
+// (NeedsRestart, WithFixed).
 //
 // Only cmd/ imports config: it turns a Config into constructor arguments, so
 // no other package reads configuration.

@@ -25,7 +25,7 @@ type memoKey struct {
 
 const (
 	memoEntries  = 65536
-	memoBytes    = 16 << 20 // of the 32 MiB the memory limit leaves beyond the cache (cmd/listingproxy/gc.go)
+	memoBytes    = 16 << 20 // of the 32 MiB the memory limit leaves beyond the cache (internal/memlimit)
 	memoMaxQuery = 2048     // longer queries are parsed every time
 	// memoFixed is what one entry costs beyond its strings: the map slot,
 	// the ring slot, the entry and the Criteria (measured by

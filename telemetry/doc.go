@@ -1,8 +1,11 @@
-// Package telemetry owns listingproxy's operational signals: the
-// OpenTelemetry tracer provider (exporter, sampler, resource, flush on
+// Package telemetry owns listingproxy's operational signals: the service's
+// logger (NewLogger), the OpenTelemetry tracer provider (exporter, sampler, resource, flush on
 // shutdown), the Prometheus metric set (with build info, configuration
 // reloads, purges and per-tenant traffic, and the recent reloads and purges
-// for the operator's page), the access-log and request-metrics middleware
+// for the operator's page; the families read at scrape time from the
+// counters other packages keep: the cache, the breakers and limits, each
+// backend's readiness, a CRM's decode budget and tolerated flaws, the
+// proxy's capped lists, the shared tier), the access-log and request-metrics middleware
 // (request ids, client addresses behind trusted proxies), the aggregation
 // of repeated backend failures into one log line per backend per interval
 // (ErrorDigest), the server and client sides of HTTP tracing (route-named
@@ -12,7 +15,9 @@
 // Nothing here is global: the tracer provider and the Prometheus registry
 // are values passed to whoever needs them (never otel.SetTracerProvider nor
 // prometheus.DefaultRegisterer). It must not import proxy or config; cmd
-// adapts proxy's observation hook and the configuration to it.
+// adapts proxy's observation hook and the configuration to it. It imports
+// cache, cache/redistier, upstream/breaker and upstream/crm for the types
+// of the counters they keep (their Stats), so each shape is declared once.
 //
 // Span attributes and metric labels carry the route pattern, the tenant,
 // the backend and outcomes only: never a password, an Authorization

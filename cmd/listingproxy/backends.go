@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -12,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"listingproxy/config"
@@ -26,29 +24,6 @@ import (
 // readier is a backend that may not be ready to serve yet (sqlstore while
 // its database has not answered since start-up).
 type readier interface{ Ready() error }
-
-// registerBackendReady exports listingproxy_backend_ready{backend}: 1 when
-// the backend can serve, 0 while it cannot yet (a SQL database that has not
-// answered since start-up). Breaker states are exported by telemetry.
-func registerBackendReady(reg prometheus.Registerer, backends map[string]upstream.Backend) error {
-	for _, name := range slices.Sorted(maps.Keys(backends)) {
-		b := backends[name]
-		g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name:        "listingproxy_backend_ready",
-			Help:        "1 when the backend can serve, 0 while it cannot yet (a SQL database that has not answered since start-up).",
-			ConstLabels: prometheus.Labels{"backend": name},
-		}, func() float64 {
-			if rd, ok := b.(readier); ok && rd.Ready() != nil {
-				return 0
-			}
-			return 1
-		})
-		if err := reg.Register(g); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // backendKind is how cmd opens one kind of backend.
 type backendKind struct {
@@ -142,7 +117,7 @@ func openSQL(ctx context.Context, name string, cfg *config.Config, env openEnv) 
 	var setup func(context.Context, *sqlstore.Store) error
 	if b.SeedDemo {
 		setup = func(ctx context.Context, st *sqlstore.Store) error {
-			return seedIfEmpty(ctx, st, b, env.now, env.log, name)
+			return st.SetupDemo(ctx, demo.Options{Now: env.now()}, b.Notify)
 		}
 	}
 	st, err := sqlstore.Open(ctx, sqlstore.Config{
@@ -155,36 +130,4 @@ func openSQL(ctx context.Context, name string, cfg *config.Config, env openEnv) 
 		return nil, nil, err
 	}
 	return st, func() { st.Close() }, nil
-}
-
-// seedIfEmpty creates the schema and loads the demo data into an empty
-// database. The demo database is ours, so with notify it also installs the
-// change-notification trigger (idempotent); a legacy database's operator
-// installs it (README).
-func seedIfEmpty(ctx context.Context, st *sqlstore.Store, b *config.SQLBackend, now func() time.Time, log *slog.Logger, name string) error {
-	if err := st.Migrate(ctx); err != nil {
-		return err
-	}
-	empty, err := st.Empty(ctx)
-	if err != nil {
-		return err
-	}
-	if empty {
-		start := time.Now()
-		switch err := st.SeedDemo(ctx, demo.Options{Now: now()}); {
-		case errors.Is(err, sqlstore.ErrNotEmpty):
-			// Another process started on the same database seeded it first.
-			log.Info("demo data seeded by another process", "backend", name)
-		case err != nil:
-			return fmt.Errorf("seed demo data: %w", err)
-		default:
-			log.Info("seeded demo data", "backend", name, "took", time.Since(start).Round(time.Millisecond).String())
-		}
-	}
-	if b.Notify {
-		if err := st.InstallNotify(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -6,12 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"runtime"
 	"strings"
 	"time"
 
+	"listingproxy/admin"
 	"listingproxy/telemetry"
 )
 
@@ -101,11 +100,9 @@ func checkConfig(args []string, getenv func(string) string, stdout, stderr io.Wr
 	return err
 }
 
-// healthcheck asks the admin listener's /healthz and succeeds on a 200.
-// It is the container's HEALTHCHECK, as the distroless image has no shell
-// and no curl. The address is the configuration's admin_listen unless
-// -admin-listen names one; an unspecified host (":8081", "0.0.0.0:8081")
-// is asked on loopback.
+// healthcheck asks the admin listener's /healthz (admin.Probe) and
+// succeeds on a 200: the container's HEALTHCHECK. The address is the
+// configuration's admin_listen unless -admin-listen names one.
 func healthcheck(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -128,33 +125,11 @@ func healthcheck(ctx context.Context, args []string, getenv func(string) string,
 	if *addr == "" || *addr == "off" {
 		return errors.New("healthcheck: the admin listener is off (admin_listen), so there is no /healthz to ask")
 	}
-	host, port, err := net.SplitHostPort(*addr)
-	if err != nil {
-		return fmt.Errorf("healthcheck: admin address %q: %w", *addr, err)
-	}
-	switch host {
-	case "", "0.0.0.0":
-		host = "127.0.0.1"
-	case "::":
-		host = "::1"
-	}
-	url := "http://" + net.JoinHostPort(host, port) + "/healthz"
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	line, err := admin.Probe(ctx, *addr, *timeout)
 	if err != nil {
 		return fmt.Errorf("healthcheck: %w", err)
 	}
-	resp, err := (&http.Client{}).Do(req)
-	if err != nil {
-		return fmt.Errorf("healthcheck: %w", err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("healthcheck: GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
-	}
-	_, err = fmt.Fprintf(stdout, "%s: %s\n", url, strings.TrimSpace(string(body)))
+	_, err = fmt.Fprintln(stdout, line)
 	return err
 }
 

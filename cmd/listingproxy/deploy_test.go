@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"listingproxy/cache/redistier"
+	"listingproxy/telemetry"
 )
 
 // The PromQL the dashboard and the alert rules under deploy/ hold, with
@@ -258,8 +259,7 @@ func TestDeployQueriesNameExportedMetrics(t *testing.T) {
 	// The shared tier's families, exported with cache.shared (which this
 	// service has not): registered as sharedTier does.
 	sharedReg := prometheus.NewRegistry()
-	if err := registerShared(sharedReg, func() redistier.Stats { return redistier.Stats{} },
-		prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "listingproxy_shared_cache_operation_seconds"}, []string{"op", "result"})); err != nil {
+	if err := telemetry.NewSharedCacheMetrics().Register(sharedReg, func() redistier.Stats { return redistier.Stats{} }); err != nil {
 		t.Fatal(err)
 	}
 	sharedTypes, _ := exportedMetrics(t, promhttp.HandlerFor(sharedReg, promhttp.HandlerOpts{}))

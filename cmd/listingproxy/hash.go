@@ -1,22 +1,19 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 
 	"golang.org/x/crypto/bcrypt"
-	"golang.org/x/term"
+
+	"listingproxy/internal/secret"
 )
 
-// hashPassword prints the bcrypt hash of a password for config.yaml. On a
-// terminal it prompts on stderr and reads twice without echo (the password
-// never shows on screen nor in the scrollback); otherwise it reads one line
-// from stdin, for scripts: echo -n "$PW" | listingproxy hash-password.
+// hashPassword prints the bcrypt hash of a password for config.yaml, read
+// by internal/secret: typed twice without echo on a terminal, otherwise
+// one line of stdin, for scripts: echo -n "$PW" | listingproxy hash-password.
 func hashPassword(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("hash-password", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -24,18 +21,9 @@ func hashPassword(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var pw string
-	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		var err error
-		if pw, err = readSecret(int(f.Fd()), stderr); err != nil {
-			return err
-		}
-	} else {
-		line, err := bufio.NewReader(stdin).ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("hash-password: read password: %w", err)
-		}
-		pw = strings.TrimRight(line, "\r\n")
+	pw, err := secret.Read(stdin, stderr)
+	if err != nil {
+		return fmt.Errorf("hash-password: %w", err)
 	}
 	if pw == "" {
 		return errors.New("hash-password: empty password (type it at the prompt, or write it on standard input)")
@@ -46,30 +34,4 @@ func hashPassword(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	}
 	_, err = fmt.Fprintln(stdout, string(h))
 	return err
-}
-
-// readSecret prompts on w and reads the password twice from the terminal
-// fd with echo off.
-func readSecret(fd int, w io.Writer) (string, error) {
-	read := func(prompt string) (string, error) {
-		fmt.Fprint(w, prompt)
-		b, err := term.ReadPassword(fd)
-		fmt.Fprintln(w)
-		if err != nil {
-			return "", fmt.Errorf("hash-password: read password: %w", err)
-		}
-		return string(b), nil
-	}
-	pw, err := read("Password: ")
-	if err != nil || pw == "" {
-		return pw, err
-	}
-	again, err := read("Repeat: ")
-	if err != nil {
-		return "", err
-	}
-	if again != pw {
-		return "", errors.New("hash-password: the passwords differ")
-	}
-	return pw, nil
 }

@@ -73,8 +73,8 @@ func startBenchServer(b *testing.B) string {
 		b.Fatal(err)
 	}
 	sv := publicServer(cfg.Server, a.handler, log, ln, false)
-	go func() { _ = sv.srv.Serve(sv.ln) }()
-	b.Cleanup(func() { _ = sv.srv.Close() })
+	go func() { _ = sv.HTTP.Serve(sv.Listener) }()
+	b.Cleanup(func() { _ = sv.HTTP.Close() })
 	return ln.Addr().String()
 }
 

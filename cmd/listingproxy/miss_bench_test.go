@@ -19,6 +19,7 @@ import (
 
 	"listingproxy/cache"
 	"listingproxy/config"
+	"listingproxy/internal/memlimit"
 	"listingproxy/normalize"
 	"listingproxy/upstream"
 	"listingproxy/upstream/sqlstore"
@@ -240,13 +241,13 @@ func benchMiss(b *testing.B, engine string) {
 			r.RequestURI = paths[i]
 			return r
 		}
-		// The service's memory settings (limitMemory), with the limit
+		// The service's memory settings (memlimit.Apply), with the limit
 		// raised by the benchmark's own live heap (the paths and criteria),
 		// so that the collector has the server's headroom.
 		runtime.GC()
 		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 		metrics.Read(live)
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(memoryLimit(int64(cfg.Cache.MaxBytes)) + int64(live[0].Value.Uint64())))
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(memlimit.Limit(int64(cfg.Cache.MaxBytes)) + int64(live[0].Value.Uint64())))
 		defer debug.SetGCPercent(debug.SetGCPercent(-1))
 		s := newAppFrom(b, path)
 		// Fill the cache past its budget with other lists, so that the

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"listingproxy/config"
+	"listingproxy/internal/progress"
 	"listingproxy/upstream/sqlstore"
 	"listingproxy/upstream/sqlstore/demo"
 )
@@ -88,10 +89,10 @@ func seedCommand(ctx context.Context, args []string, getenv func(string) string,
 		Now:                        now,
 	}
 	fmt.Fprintf(stderr, "seeding backend %s (%s): %d properties, %d agents\n", name, b.Kind, o.Properties(), o.Agents())
-	p := newProgress(stderr, time.Now)
+	p := progress.New(stderr, time.Now)
 	start := time.Now()
-	err = st.Seed(ctx, o, sqlstore.SeedOptions{Progress: p.report})
-	p.finish()
+	err = st.Seed(ctx, o, sqlstore.SeedOptions{Progress: p.Report})
+	p.Finish()
 	switch {
 	case errors.Is(err, sqlstore.ErrNotEmpty):
 		return fmt.Errorf("seed: backend %s already holds data; -reset reloads the demo", name)
@@ -143,66 +144,4 @@ func parseNow(s string) (time.Time, error) {
 		}
 	}
 	return time.Time{}, fmt.Errorf("%q is neither YYYY-MM-DD nor RFC 3339", s)
-}
-
-// progress reports seeding progress: a redrawn bar when w is a terminal,
-// otherwise one line per 10%.
-type progress struct {
-	w     io.Writer
-	tty   bool
-	now   func() time.Time
-	start time.Time
-	last  time.Time
-	tenth int // last tenth reported (plain lines)
-	drawn bool
-}
-
-func newProgress(w io.Writer, now func() time.Time) *progress {
-	p := &progress{w: w, now: now, start: now(), tenth: -1}
-	if f, ok := w.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			p.tty = true
-		}
-	}
-	return p
-}
-
-func (p *progress) report(done, total int) {
-	t := p.now()
-	elapsed := t.Sub(p.start)
-	rate := 0.0
-	if elapsed > 0 {
-		rate = float64(done) / elapsed.Seconds()
-	}
-	pct := 100
-	if total > 0 {
-		pct = done * 100 / total
-	}
-	eta := "-"
-	if rate > 0 && done < total {
-		eta = (time.Duration(float64(total-done)/rate) * time.Second).Round(time.Second).String()
-	}
-	if !p.tty {
-		if tenth := pct / 10; tenth > p.tenth {
-			p.tenth = tenth
-			fmt.Fprintf(p.w, "seed: %3d%% %d/%d properties, %.0f/s, elapsed %s, eta %s\n",
-				pct, done, total, rate, elapsed.Round(time.Second), eta)
-		}
-		return
-	}
-	if done < total && t.Sub(p.last) < 100*time.Millisecond {
-		return
-	}
-	p.last = t
-	const width = 30
-	fill := width * pct / 100
-	fmt.Fprintf(p.w, "\r[%s%s] %3d%% %d/%d properties  %.0f/s  eta %s   ",
-		strings.Repeat("#", fill), strings.Repeat(".", width-fill), pct, done, total, rate, eta)
-	p.drawn = true
-}
-
-func (p *progress) finish() {
-	if p.tty && p.drawn {
-		fmt.Fprintln(p.w)
-	}
 }

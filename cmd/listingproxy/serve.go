@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,11 +18,14 @@ import (
 	"listingproxy"
 	"listingproxy/cache"
 	"listingproxy/config"
+	"listingproxy/internal/memlimit"
 	"listingproxy/internal/onewrite"
+	"listingproxy/internal/serving"
+	"listingproxy/telemetry"
 )
 
 // serve runs the service until ctx is done or SIGINT/SIGTERM arrives, then
-// drains and shuts down gracefully (see serveUntil), flushes buffered spans,
+// drains and shuts down gracefully (see serving.Run), flushes buffered spans,
 // and returns nil (exit status 0). SIGHUP reloads the configuration file (see
 // reload).
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -65,7 +67,7 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	level := new(slog.LevelVar)
 	level.Set(logLevel(cfg.Log))
-	log := newLogger(cfg.Log, level, stderr)
+	log := telemetry.NewLogger(cfg.Log.Format, level, stderr)
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -88,9 +90,9 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 		_ = tcp.Close()
 		return err
 	}
-	// The memory limit (see limitMemory) lasts as long as serve.
-	defer limitMemory(cmp.Or(int64(cfg.Cache.MaxBytes), cache.DefaultMaxBytes), getenv, log)()
-	servers := []served{publicServer(cfg.Server, app.handler, log, ln, cert != nil)}
+	// The memory limit (internal/memlimit) lasts as long as serve.
+	defer memlimit.Apply(cmp.Or(int64(cfg.Cache.MaxBytes), cache.DefaultMaxBytes), getenv, log)()
+	servers := []serving.Server{publicServer(cfg.Server, app.handler, log, ln, cert != nil)}
 	adminURL := ""
 	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
 		aln, err := net.Listen("tcp", cfg.AdminListen)
@@ -98,7 +100,7 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 			_ = ln.Close()
 			return fmt.Errorf("admin listen %s: %w", cfg.AdminListen, err)
 		}
-		servers = append(servers, served{newHTTPServer(cfg.Server, app.admin, log), aln})
+		servers = append(servers, serving.Server{HTTP: newHTTPServer(cfg.Server, app.admin, log), Listener: aln})
 		adminURL = "http://" + aln.Addr().String()
 	}
 
@@ -112,8 +114,8 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 
 	reload := func() {
 		if cert != nil { // renewed certificates apply even if the configuration is broken
-			if err := cert.reload(); err != nil {
-				log.Error("tls certificate reload failed; keeping the certificate in use", "err", err)
+			if err := cert.Reload(); err != nil {
+				log.Error("tls certificate reload failed; keeping the certificate in use", "err", fmt.Errorf("server.tls: %w", err))
 			} else {
 				log.Info("tls certificate reloaded", "cert_file", cfg.Server.TLS.CertFile)
 			}
@@ -136,11 +138,11 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 			log.Warn("config changes that need a restart were not applied", "keys", strings.Join(restart, ", "))
 		}
 	}
-	err = serveUntil(ctx, servers, shutdown{
-		drainDelay: cfg.Server.DrainDelay.D(), grace: cfg.Server.ShutdownGrace.D(), after: after,
+	err = serving.Run(ctx, servers, serving.Shutdown{
+		DrainDelay: cfg.Server.DrainDelay.D(), Grace: cfg.Server.ShutdownGrace.D(), After: after,
 		// A second SIGTERM or SIGINT during the drain ends the process at
 		// once: stop restores the signals' default action.
-		drain: func() { stop(); app.drain() },
+		Drain: func() { stop(); app.draining.Start() },
 	}, hup, reload, log)
 
 	// Flush after the servers stopped, so the spans of the last requests
@@ -149,92 +151,6 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 	defer cancel()
 	app.flushTraces(fctx)
 	return err
-}
-
-// served is an http.Server with its listener.
-type served struct {
-	srv *http.Server
-	ln  net.Listener
-}
-
-// shutdown says how serveUntil stops.
-type shutdown struct {
-	// drainDelay is how long the listeners stay open after drain is called;
-	// 0: none.
-	drainDelay time.Duration
-	// grace bounds the shutdown proper: requests in flight may finish.
-	grace time.Duration
-	// after is the drain delay's timer (time.After).
-	after func(time.Duration) <-chan time.Time
-	// drain starts the drain: /readyz answers 503 and responses carry
-	// Connection: close. Nil: nothing to do.
-	drain func()
-}
-
-// serveUntil serves every server until ctx is done (or one fails), calling
-// reload on each value from hup, then stops in three steps:
-//
-//  1. drain: s.drain is called (readiness turns 503, responses carry
-//     Connection: close, so clients open a new connection per request and
-//     a load balancer that stopped routing here lets them go) while the
-//     listeners keep accepting for s.drainDelay: a load balancer or
-//     Kubernetes takes a few seconds to notice, and until then new
-//     connections still arrive; refusing them would fail requests;
-//  2. shutdown: listeners close (new connections are refused), idle
-//     connections close, and requests in flight have s.grace to finish;
-//  3. it returns nil after a clean shutdown.
-//
-// A server that fails skips the drain.
-func serveUntil(ctx context.Context, servers []served, s shutdown, hup <-chan os.Signal, reload func(), log *slog.Logger) error {
-	errc := make(chan error, len(servers))
-	for _, sv := range servers {
-		go func() { errc <- sv.srv.Serve(sv.ln) }()
-	}
-	var failed error
-	stopped := func(err error) {
-		if !errors.Is(err, http.ErrServerClosed) {
-			failed = fmt.Errorf("serve: %w", err)
-		}
-	}
-wait:
-	for {
-		select {
-		case <-ctx.Done():
-			break wait
-		case <-hup:
-			reload()
-		case err := <-errc:
-			stopped(err)
-			break wait
-		}
-	}
-	if failed == nil && s.drainDelay > 0 {
-		log.Info("draining: not ready, closing connections after each response", "drain_delay", s.drainDelay.String())
-		if s.drain != nil {
-			s.drain()
-		}
-		select {
-		case <-s.after(s.drainDelay):
-		case err := <-errc:
-			stopped(err)
-		}
-	} else if s.drain != nil {
-		s.drain()
-	}
-	log.Info("shutting down", "grace", s.grace.String())
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.grace)
-	defer cancel()
-	// Shut the servers down together: each closes its listener first.
-	errs := make(chan error, len(servers))
-	for _, sv := range servers {
-		go func() { errs <- sv.srv.Shutdown(sctx) }()
-	}
-	for range servers {
-		if err := <-errs; err != nil && failed == nil {
-			failed = fmt.Errorf("shutdown: %w", err)
-		}
-	}
-	return failed
 }
 
 // loadConfig resolves the configuration: -config, else ./config.yaml, else
@@ -273,13 +189,13 @@ func newHTTPServer(c config.Server, h http.Handler, log *slog.Logger) *http.Serv
 // publicServer is the API's http.Server on ln. Without TLS its
 // connections send a response larger than net/http's 4 KB connection buffer
 // in one write instead of two (internal/onewrite; app.handler arms them).
-func publicServer(c config.Server, h http.Handler, log *slog.Logger, ln net.Listener, tls bool) served {
+func publicServer(c config.Server, h http.Handler, log *slog.Logger, ln net.Listener, tls bool) serving.Server {
 	srv := newHTTPServer(c, h, log)
 	if !tls {
 		ln = onewrite.Listener(ln)
 		srv.ConnContext = onewrite.ConnContext
 	}
-	return served{srv, ln}
+	return serving.Server{HTTP: srv, Listener: ln}
 }
 
 func displayAddr(a net.Addr) string {
@@ -318,22 +234,4 @@ func logLevel(c config.Log) slog.Level {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.Level))
 	return level
-}
-
-// newLogger returns the JSON logger (text on a terminal, or as configured)
-// at level, which a reload may change.
-func newLogger(c config.Log, level slog.Leveler, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
-	text := c.Format == "text"
-	if c.Format == "auto" {
-		if f, ok := w.(*os.File); ok {
-			if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-				text = true
-			}
-		}
-	}
-	if text {
-		return slog.New(slog.NewTextHandler(w, opts))
-	}
-	return slog.New(slog.NewJSONHandler(w, opts))
 }

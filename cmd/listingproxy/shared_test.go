@@ -120,10 +120,10 @@ func TestSharedTierChangeNeedsRestart(t *testing.T) {
 	}
 	next := *cur
 	next.Cache.Shared = &config.SharedCache{Addrs: []string{"127.0.0.1:6379"}}
-	if got := needsRestart(cur, &next); !slices.Contains(got, "cache.shared") {
-		t.Errorf("needsRestart = %v, want cache.shared listed", got)
+	if got := config.NeedsRestart(cur, &next); !slices.Contains(got, "cache.shared") {
+		t.Errorf("NeedsRestart = %v, want cache.shared listed", got)
 	}
-	if got := withFixed(&next, cur); got.Cache.Shared != nil {
-		t.Error("withFixed took the new cache.shared; want the one in force")
+	if got := config.WithFixed(&next, cur); got.Cache.Shared != nil {
+		t.Error("WithFixed took the new cache.shared; want the one in force")
 	}
 }

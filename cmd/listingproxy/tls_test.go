@@ -3,16 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,44 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// writeSelfSigned writes a self-signed certificate for 127.0.0.1 with the
-// given serial number, and its key, to cert.pem and key.pem in dir.
-func writeSelfSigned(t *testing.T, dir string, serial int64) (certFile, keyFile string, cert *x509.Certificate) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{CommonName: "listingproxy test"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore:    time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC),
-		NotAfter:     time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cert, err = x509.ParseCertificate(der); err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	for file, block := range map[string]*pem.Block{certFile: {Type: "CERTIFICATE", Bytes: der}, keyFile: {Type: "EC PRIVATE KEY", Bytes: keyDER}} {
-		if err := os.WriteFile(file, pem.EncodeToMemory(block), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return certFile, keyFile, cert
-}
+	"listingproxy/internal/testkit"
+)
 
 // tlsDemoConfig is demoConfig serving the public listener over TLS.
 func tlsDemoConfig(t *testing.T, certFile, keyFile string) string {
@@ -108,7 +66,7 @@ func startTLSRun(t *testing.T, cfgPath string) (base string, reloads <-chan stri
 // files are broken.
 func TestTLSPublicListener(t *testing.T) {
 	dir := t.TempDir()
-	certFile, keyFile, first := writeSelfSigned(t, dir, 1)
+	certFile, keyFile, first := testkit.WriteSelfSigned(t, dir, 1)
 	base, reloads := startTLSRun(t, tlsDemoConfig(t, certFile, keyFile))
 
 	roots := x509.NewCertPool()
@@ -170,7 +128,7 @@ func TestTLSPublicListener(t *testing.T) {
 		}
 	})
 	t.Run("renewed on SIGHUP", func(t *testing.T) {
-		writeSelfSigned(t, dir, 2)
+		testkit.WriteSelfSigned(t, dir, 2)
 		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +155,7 @@ func TestTLSPublicListener(t *testing.T) {
 // half-configured server.tls is a located problem.
 func TestTLSConfigProblems(t *testing.T) {
 	dir := t.TempDir()
-	certFile, keyFile, _ := writeSelfSigned(t, dir, 1)
+	certFile, keyFile, _ := testkit.WriteSelfSigned(t, dir, 1)
 	write := func(name, tlsLine string) string {
 		path := filepath.Join(dir, name)
 		src := "backends: {d: {kind: sqlite, dsn: x}}\ntenants: {a: {backend: d}}\nserver:\n  tls: " + tlsLine + "\n"

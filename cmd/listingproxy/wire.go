@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,10 +23,12 @@ import (
 	"listingproxy/config"
 	"listingproxy/freshness"
 	"listingproxy/internal/onewrite"
+	"listingproxy/internal/serving"
 	"listingproxy/proxy"
 	"listingproxy/telemetry"
 	"listingproxy/upstream"
 	"listingproxy/upstream/breaker"
+	"listingproxy/upstream/crm"
 )
 
 // app is the wired service: the public handler, the admin handler, and what
@@ -49,28 +50,9 @@ type app struct {
 	// replaces it.
 	cfg     *config.Config
 	closers []func()
-	// draining is set when the drain before shutdown begins (see
-	// serveUntil): /readyz answers 503 and responses carry
-	// Connection: close.
-	draining atomic.Bool
-}
-
-// drain starts the drain before shutdown.
-func (a *app) drain() { a.draining.Store(true) }
-
-// closeWhenDraining marks every response Connection: close once the drain
-// has begun: net/http then closes the connection after the response, so a
-// kept-alive client reconnects (to another replica, once the load balancer
-// has noticed) rather than losing a request when the listener closes. Idle
-// connections are left alone until the shutdown: closing them now would race
-// with a request the client is sending on them. One atomic load per request.
-func (a *app) closeWhenDraining(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if a.draining.Load() {
-			w.Header().Set("Connection", "close")
-		}
-		next.ServeHTTP(w, r)
-	})
+	// draining is the drain before shutdown (serving.Run): /readyz
+	// answers 503 and responses carry Connection: close.
+	draining serving.Draining
 }
 
 func (a *app) Close() {
@@ -143,11 +125,13 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		a.closers = append(a.closers, closer)
 		backends[name] = b
 		decorated[name] = a.decorate(name, cfg, b, tp)
+		if c, ok := b.(*crm.Client); ok {
+			if err := a.metrics.WatchCRM(name, c.Stats); err != nil {
+				return nil, fmt.Errorf("metrics: %w", err)
+			}
+		}
 	}
-	if err := registerBackendReady(reg, backends); err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
-	}
-	if err := registerCRMFlaws(reg, backends); err != nil {
+	if err := a.metrics.WatchBackendReady(backends); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 
@@ -250,7 +234,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	if err := a.metrics.WatchLimits(a.breakers.Limits); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	if err := reg.Register(cappedLists(a.srv)); err != nil {
+	if err := a.metrics.WatchCappedLists(a.srv.CappedLists); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	// Outermost first: the drain's Connection: close goes on every
@@ -260,7 +244,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	a.errors = telemetry.NewErrorDigest(telemetry.DigestOptions{Logger: log, Now: now})
 	a.closers = append(a.closers, a.errors.Flush)
 	trusted := trustedProxies(cfg)
-	a.handler = onewrite.Handler(a.closeWhenDraining(telemetry.ServerHandler(telemetry.Middleware(telemetry.AccessOptions{
+	a.handler = onewrite.Handler(a.draining.Handler(telemetry.ServerHandler(telemetry.Middleware(telemetry.AccessOptions{
 		Logger: log, Metrics: a.metrics, TrustedProxies: trusted, Errors: a.errors,
 	})(a.srv), tp)))
 	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})

@@ -1,6 +1,7 @@
 // Package testkit holds the helpers tests of several packages share: a
-// fake clock, a fake upstream.Backend, a Basic authorization header and a
-// loopback address nobody listens on. Only _test.go files import it.
+// fake clock, a fake upstream.Backend, a Basic authorization header, a
+// loopback address nobody listens on and a self-signed certificate. Only
+// _test.go files import it.
 //
 // It imports the standard library, normalize and upstream only, so any
 // package's tests may use it without a cycle (upstream's own tests

@@ -316,16 +316,28 @@ func TestShareUnderContention(t *testing.T) {
 	b := r.Wrap(fb, breaker.Backend{Name: "crm", Limit: 8, Adaptive: true})
 	done := make(chan error, 32)
 	call := func(tenant string) { go func() { done <- list(b, tenant) }() }
+	// next is the tenant of the next call to reach the backend; the
+	// bound is a safety net, so that a broken limiter fails, not hangs.
+	next := func() string {
+		t.Helper()
+		select {
+		case who := <-entered:
+			return who
+		case <-time.After(3 * time.Minute):
+			t.Fatal("no call reached the backend")
+			return ""
+		}
+	}
 	for range 7 {
 		call("hog")
 	}
 	for range 7 {
-		<-entered
+		next()
 	}
 	call("hog") // the hog's eighth: waits, first in the queue
 	testkit.WaitFor(t, "the hog's eighth call to wait", func() bool { return r.Limits()[0].Waiting == 1 })
 	call("other") // below its share: the reserve slot, at once
-	if who := <-entered; who != "other" {
+	if who := next(); who != "other" {
 		t.Fatalf("entered %q, want other from the reserve", who)
 	}
 	for range 2 {
@@ -334,7 +346,7 @@ func TestShareUnderContention(t *testing.T) {
 	testkit.WaitFor(t, "three calls to wait", func() bool { return r.Limits()[0].Waiting == 3 })
 	for i := range 2 { // each slot the hog frees goes to the other tenant
 		hogRelease <- struct{}{}
-		if who := <-entered; who != "other" {
+		if who := next(); who != "other" {
 			t.Fatalf("freed slot %d went to %q, want other (below its share) before the hog (beyond it)", i, who)
 		}
 	}
@@ -346,7 +358,7 @@ func TestShareUnderContention(t *testing.T) {
 		t.Fatalf("limits %+v, want the hog's call still waiting: the last free slot is the reserve", l)
 	}
 	hogRelease <- struct{}{}
-	if who := <-entered; who != "hog" {
+	if who := next(); who != "hog" {
 		t.Fatalf("freed slot went to %q, want the hog's waiting call", who)
 	}
 	close(hogRelease)

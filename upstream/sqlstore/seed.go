@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -24,6 +25,38 @@ import (
 // holds data. It is Seed without progress reports.
 func (s *Store) SeedDemo(ctx context.Context, o demo.Options) error {
 	return s.Seed(ctx, o, SeedOptions{})
+}
+
+// SetupDemo prepares the demo's own database (a Config.Setup): it creates
+// the schema and loads the demo data of o into an empty database, and
+// with notify installs the change-notification trigger (idempotent; a
+// legacy database's operator installs it, README). Another process that
+// seeded the same database first is no error.
+func (s *Store) SetupDemo(ctx context.Context, o demo.Options, notify bool) error {
+	if err := s.Migrate(ctx); err != nil {
+		return err
+	}
+	empty, err := s.Empty(ctx)
+	if err != nil {
+		return err
+	}
+	if empty {
+		start := time.Now()
+		switch err := s.SeedDemo(ctx, o); {
+		case errors.Is(err, ErrNotEmpty):
+			s.log.Info("demo data seeded by another process")
+		case err != nil:
+			return fmt.Errorf("seed demo data: %w", err)
+		default:
+			s.log.Info("seeded demo data", "took", time.Since(start).Round(time.Millisecond).String())
+		}
+	}
+	if notify {
+		if err := s.InstallNotify(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SeedOptions tunes Seed. The zero value works.

@@ -581,3 +581,33 @@ func TestConcurrentSeedsOfOneFile(t *testing.T) {
 		t.Errorf("%d properties in the file, want %d (one copy of the demo)", got, len(ds.Properties))
 	}
 }
+
+// TestSetupDemo: the demo's setup creates the schema and seeds an empty
+// database, and on a database already seeded (another process first, or a
+// restart) changes nothing and fails nothing.
+func TestSetupDemo(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(ctx, Config{
+		DSN: filepath.Join(t.TempDir(), "listings.db"),
+		Now: func() time.Time { return testNow },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	o := demo.Options{Now: testNow}
+	if err := st.SetupDemo(ctx, o, false); err != nil {
+		t.Fatal(err)
+	}
+	if empty, err := st.Empty(ctx); err != nil || empty {
+		t.Fatalf("after SetupDemo: empty %v, %v; want the demo", empty, err)
+	}
+	if err := st.SetupDemo(ctx, o, false); err != nil {
+		t.Errorf("SetupDemo of a seeded database: %v", err)
+	}
+	ds, err := demo.Collect(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testBackendAgainstOracle(t, st, ds, testNow)
+}

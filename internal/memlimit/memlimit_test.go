@@ -1,4 +1,4 @@
-package main
+package memlimit
 
 import (
 	"log/slog"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func TestMemoryLimit(t *testing.T) {
+func TestLimit(t *testing.T) {
 	const MiB = 1 << 20
 	for _, tc := range []struct {
 		maxBytes, want int64
@@ -18,15 +18,15 @@ func TestMemoryLimit(t *testing.T) {
 		{1 * MiB, 33*MiB + MiB/2},
 		{math.MaxInt64 / 4 * 3, math.MaxInt64}, // saturates
 	} {
-		if got := memoryLimit(tc.maxBytes); got != tc.want {
-			t.Errorf("memoryLimit(%d) = %d, want %d", tc.maxBytes, got, tc.want)
+		if got := Limit(tc.maxBytes); got != tc.want {
+			t.Errorf("Limit(%d) = %d, want %d", tc.maxBytes, got, tc.want)
 		}
 	}
 }
 
-// TestLimitMemory: the limit and GOGC=off are set unless the environment
+// TestApply: the limit and GOGC=off are set unless the environment
 // sets them, and restore puts back what was there.
-func TestLimitMemory(t *testing.T) {
+func TestApply(t *testing.T) {
 	const maxBytes = 64 << 20
 	const operatorLimit = 1 << 30
 	tests := []struct {
@@ -36,8 +36,8 @@ func TestLimitMemory(t *testing.T) {
 		wantLimit     int64
 		wantGCPercent int
 	}{
-		{name: "nothing set", runtimeLimit: math.MaxInt64, wantLimit: memoryLimit(maxBytes), wantGCPercent: -1},
-		{name: "GOGC set", env: map[string]string{"GOGC": "200"}, runtimeLimit: math.MaxInt64, wantLimit: memoryLimit(maxBytes), wantGCPercent: 137},
+		{name: "nothing set", runtimeLimit: math.MaxInt64, wantLimit: Limit(maxBytes), wantGCPercent: -1},
+		{name: "GOGC set", env: map[string]string{"GOGC": "200"}, runtimeLimit: math.MaxInt64, wantLimit: Limit(maxBytes), wantGCPercent: 137},
 		{name: "GOMEMLIMIT set", env: map[string]string{"GOMEMLIMIT": "1GiB"}, runtimeLimit: operatorLimit, wantLimit: operatorLimit, wantGCPercent: -1},
 		{name: "GOMEMLIMIT=off keeps GOGC", env: map[string]string{"GOMEMLIMIT": "off"}, runtimeLimit: math.MaxInt64, wantLimit: math.MaxInt64, wantGCPercent: 137},
 		{name: "both set", env: map[string]string{"GOMEMLIMIT": "1GiB", "GOGC": "50"}, runtimeLimit: operatorLimit, wantLimit: operatorLimit, wantGCPercent: 137},
@@ -48,7 +48,7 @@ func TestLimitMemory(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			debug.SetMemoryLimit(tc.runtimeLimit)
 			debug.SetGCPercent(137)
-			restore := limitMemory(maxBytes, func(k string) string { return tc.env[k] }, slog.New(slog.DiscardHandler))
+			restore := Apply(maxBytes, func(k string) string { return tc.env[k] }, slog.New(slog.DiscardHandler))
 			if got := debug.SetMemoryLimit(-1); got != tc.wantLimit {
 				t.Errorf("memory limit = %d, want %d", got, tc.wantLimit)
 			}

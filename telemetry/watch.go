@@ -1,0 +1,182 @@
+package telemetry
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"listingproxy/cache/redistier"
+	"listingproxy/upstream"
+	"listingproxy/upstream/crm"
+)
+
+// readier is a backend that may not be ready to serve yet (sqlstore while
+// its database has not answered since start-up).
+type readier interface{ Ready() error }
+
+// WatchBackendReady registers listingproxy_backend_ready{backend}: 1 when
+// the backend can serve, 0 while it cannot yet (a backend with a Ready
+// method that fails: a SQL database that has not answered since
+// start-up). Breaker states are WatchBreakers'.
+func (m *Metrics) WatchBackendReady(backends map[string]upstream.Backend) error {
+	for _, name := range slices.Sorted(maps.Keys(backends)) {
+		b := backends[name]
+		g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "listingproxy_backend_ready",
+			Help:        "1 when the backend can serve, 0 while it cannot yet (a SQL database that has not answered since start-up).",
+			ConstLabels: prometheus.Labels{"backend": name},
+		}, func() float64 {
+			if rd, ok := b.(readier); ok && rd.Ready() != nil {
+				return 0
+			}
+			return 1
+		})
+		if err := m.reg.Register(g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// crmFlaws are the tolerated flaws of CRM answers, by their label.
+var crmFlaws = []struct {
+	name string
+	read func(crm.Stats) int64
+}{
+	{"bad_value", func(s crm.Stats) int64 { return s.BadValues }},
+	{"mislabelled_content_type", func(s crm.Stats) int64 { return s.Mislabelled }},
+	{"not_utf8", func(s crm.Stats) int64 { return s.Repaired }},
+	{"xml_1_1", func(s crm.Stats) int64 { return s.XML11 }},
+	{"ignored_paging", func(s crm.Stats) int64 { return s.PagedHere }},
+}
+
+// WatchCRM registers a CRM backend's families, read from stats
+// (crm.Client.Stats) at each scrape: its decode budget in use and waits
+// for it, listingproxy_crm_tolerated_total{backend,flaw} (the flaws of
+// answers that were served anyway, docs/crm.md "Tolerated flaws", each
+// also logged as a warning) and listingproxy_crm_panics_total{backend}
+// (answers whose reading panicked: listingproxy's bug, logged with its
+// stack).
+func (m *Metrics) WatchCRM(backend string, stats func() crm.Stats) error {
+	cs := []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "listingproxy_crm_decoding_bytes",
+			Help:        "Bytes of CRM answers being decoded now: the part of max_decoding_bytes granted.",
+			ConstLabels: prometheus.Labels{"backend": backend},
+		}, func() float64 { return float64(stats().DecodingBytes) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "listingproxy_crm_decode_budget_waits_total",
+			Help:        "CRM answers that had to wait for room in max_decoding_bytes (a wait that outlasts the timeout is a 503 counted by no breaker).",
+			ConstLabels: prometheus.Labels{"backend": backend},
+		}, func() float64 { return float64(stats().BudgetWaits) }),
+	}
+	for _, f := range crmFlaws {
+		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "listingproxy_crm_tolerated_total",
+			Help:        "Flaws of CRM answers that were served anyway: a value that could not be read, a content type that is not XML, bytes that are not UTF-8, an XML 1.1 declaration (read as 1.0), a list with more records than its limit (paged here).",
+			ConstLabels: prometheus.Labels{"backend": backend, "flaw": f.name},
+		}, func() float64 { return float64(f.read(stats())) }))
+	}
+	cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name:        "listingproxy_crm_panics_total",
+		Help:        "CRM answers whose reading panicked: a bug of listingproxy (logged with its stack), not counted against the CRM's breakers.",
+		ConstLabels: prometheus.Labels{"backend": backend},
+	}, func() float64 { return float64(stats().Panics) }))
+	return register(m.reg, cs)
+}
+
+// WatchCappedLists registers listingproxy_lists_capped_total: backend
+// lists cut at max_results, read from capped (proxy.Server.CappedLists)
+// at each scrape; each is also logged.
+func (m *Metrics) WatchCappedLists(capped func() int64) error {
+	return m.reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "listingproxy_lists_capped_total",
+		Help: "Backend lists cut at max_results: the limit was the cap (the client asked for more, or gave none) and the list came back full.",
+	}, func() float64 { return float64(capped()) }))
+}
+
+// SharedCacheMetrics are the families of the shared cache tier
+// (cache/redistier): the latency of its Redis operations, observed by
+// Observe (redistier.Options.Observe), and its counters and states, read
+// from the tier's Stats at each scrape once registered.
+type SharedCacheMetrics struct {
+	latency *prometheus.HistogramVec
+}
+
+// NewSharedCacheMetrics returns the shared tier's families, not yet
+// registered: the tier takes Observe before it exists, Register its Stats
+// after.
+func NewSharedCacheMetrics() *SharedCacheMetrics {
+	return &SharedCacheMetrics{latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "listingproxy_shared_cache_operation_seconds",
+		Help:    "Duration of Redis operations of the shared cache tier, by operation and result (ok, error).",
+		Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .25},
+	}, []string{"op", "result"})}
+}
+
+// Observe records one Redis operation of the tier: its name, duration and
+// error (nil: ok).
+func (s *SharedCacheMetrics) Observe(op string, d time.Duration, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	s.latency.WithLabelValues(op, result).Observe(d.Seconds())
+}
+
+// Register registers the shared tier's families on reg, read from stats
+// (redistier.Tier.Stats) at each scrape.
+func (s *SharedCacheMetrics) Register(reg prometheus.Registerer, stats func() redistier.Stats) error {
+	counter := func(name, help string, f func(redistier.Stats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f(stats())) })
+	}
+	return register(reg, []prometheus.Collector{
+		s.latency,
+		counter("listingproxy_shared_cache_hits_total", "Second-tier reads that found an entry.", func(s redistier.Stats) uint64 { return s.Hits }),
+		counter("listingproxy_shared_cache_misses_total", "Second-tier reads that found none.", func(s redistier.Stats) uint64 { return s.Misses }),
+		counter("listingproxy_shared_cache_errors_total", "Redis operations that failed (no answer within their deadline, Redis down, breaker open).", func(s redistier.Stats) uint64 { return s.Errors }),
+		counter("listingproxy_shared_cache_slow_total", "Redis operations a request stopped waiting for at cache.shared.timeout; each went on, and counts as an error only if it failed.", func(s redistier.Stats) uint64 { return s.Slow }),
+		counter("listingproxy_shared_cache_writes_total", "Entries written to the second tier.", func(s redistier.Stats) uint64 { return s.Sets }),
+		counter("listingproxy_shared_cache_oversize_total", "Entries too large for the second tier (cache.shared.max_entry_bytes): not written, or found in Redis and not read.", func(s redistier.Stats) uint64 { return s.Oversize }),
+		counter("listingproxy_shared_cache_damaged_total", "Second-tier entries read whose checksum or structure was wrong: a miss each, never served.", func(s redistier.Stats) uint64 { return s.Damaged }),
+		counter("listingproxy_shared_cache_lease_waits_total", "Fills that waited for another replica's fill of the same key.", func(s redistier.Stats) uint64 { return s.LeaseWaits }),
+		counter("listingproxy_shared_cache_peer_fills_total", "Fills answered by another replica's fill.", func(s redistier.Stats) uint64 { return s.PeerFills }),
+		counter("listingproxy_shared_cache_purges_sent_total", "Purges recorded for the fleet.", func(s redistier.Stats) uint64 { return s.PurgesSent }),
+		counter("listingproxy_shared_cache_purges_received_total", "Purges received from the fleet (this replica's own included).", func(s redistier.Stats) uint64 { return s.PurgesReceived }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "listingproxy_shared_cache_breaker_open",
+			Help: "1 while the shared tier's breaker refuses Redis operations (the replica caches alone).",
+		}, func() float64 {
+			if stats().BreakerOpen {
+				return 1
+			}
+			return 0
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "listingproxy_shared_cache_purges_pending",
+			Help: "Purges applied on this replica and not yet recorded for the fleet in Redis; the replica retries them until they are.",
+		}, func() float64 { return float64(stats().PurgesPending) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "listingproxy_shared_cache_synced",
+			Help: "1 once the replica has read every purge recorded in Redis since its subscription (re)started; 0 before, while it serves nothing it reads from Redis.",
+		}, func() float64 {
+			if stats().Synced {
+				return 1
+			}
+			return 0
+		}),
+	})
+}
+
+// register registers every collector of cs on reg, stopping at the first
+// error.
+func register(reg prometheus.Registerer, cs []prometheus.Collector) error {
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
