@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"listingproxy/cache/redistier"
 	"listingproxy/config"
@@ -26,10 +24,7 @@ func sharedTier(sh *config.SharedCache, fill time.Duration, log *slog.Logger, re
 	if err != nil {
 		return nil, nil, err
 	}
-	// go-redis reports dial failures through a logger of its own, global
-	// to the library (no per-client knob): send them to ours, as debug
-	// lines (the tier's breaker and metrics already say Redis is away).
-	redis.SetLogger(redisLogger{log})
+	redistier.LogTo(log) // go-redis's dial failures, as debug lines
 	metrics := telemetry.NewSharedCacheMetrics()
 	// The lease must end before a waiter's own fill deadline (config
 	// checks one that is set): by default at most half of it.
@@ -50,11 +45,4 @@ func sharedTier(sh *config.SharedCache, fill time.Duration, log *slog.Logger, re
 		return nil, nil, fmt.Errorf("metrics: %w", err)
 	}
 	return t, close, nil
-}
-
-// redisLogger is go-redis's logging interface on a slog.Logger.
-type redisLogger struct{ log *slog.Logger }
-
-func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
-	l.log.DebugContext(ctx, "redis: "+fmt.Sprintf(format, v...))
 }
