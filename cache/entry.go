@@ -161,6 +161,31 @@ type Policy struct {
 	// FillTimeout bounds one fill (the loader's context). Zero means
 	// Options.FillTimeout.
 	FillTimeout time.Duration
+	// RefreshAhead, between 0 and 1, is the share of TTL after which a
+	// hot entry (RefreshHits hits or more) is fetched again in the
+	// background, before it expires, by the first hit that finds it
+	// there: through the flight of a miss (coalesced, safe against a purge
+	// that lands meanwhile, through the backend's breakers), within
+	// Options.RefreshBudget. Zero: off.
+	RefreshAhead float64
+	// RefreshHits is how many hits make an entry hot for RefreshAhead.
+	// Zero means DefaultRefreshHits.
+	RefreshHits int
+}
+
+// DefaultRefreshHits is Policy.RefreshHits's default.
+const DefaultRefreshHits = 2
+
+func (p Policy) refreshHits() int {
+	if p.RefreshHits > 0 {
+		return p.RefreshHits
+	}
+	return DefaultRefreshHits
+}
+
+// refreshAt is the age after which a hot entry is refreshed ahead.
+func (p Policy) refreshAt() time.Duration {
+	return time.Duration(float64(p.TTL) * min(p.RefreshAhead, 1))
 }
 
 // lifetime is how long an entry stored under p stays useful at all: its

@@ -59,7 +59,7 @@ func (s *Store) fill(ctx context.Context, h uint64, k Key, gen uint64, p Policy,
 	if s.tracer != nil {
 		w = &waiter{start: time.Now()}
 	}
-	ch := s.group.DoChan(flightKey('f', gen, k), s.flight(ctx, h, k, gen, p, load, true, w))
+	ch := s.group.DoChan(flightKey('f', gen, k), s.flight(ctx, h, k, gen, p, load, true, w, nil))
 	s.st.joins.Add(1) // after DoChan: the call is registered with the flight
 	select {
 	case r := <-ch:
@@ -77,7 +77,7 @@ func (s *Store) fill(ctx context.Context, h uint64, k Key, gen uint64, p Policy,
 		switch {
 		case res.stale:
 			o = Stale
-			s.refresh(ctx, h, k, gen, p, load)
+			s.refresh(ctx, h, k, gen, p, load, nil)
 		case res.cached && res.entry.Negative:
 			o = Negative
 		case res.cached:
@@ -153,7 +153,11 @@ func wrapErr(k Key, err error) error {
 // context, store, all in a cache.fill span when tracing. fromGet says
 // whether a Get (rather than a background refresh) starts it, for
 // Stats.Waiters; w, when not nil, is that Get's traced part.
-func (s *Store) flight(ctx context.Context, h uint64, k Key, gen uint64, p Policy, load Loader, fromGet bool, w *waiter) func() (any, error) {
+//
+// older, for a refresh ahead of expiry, is the entry being replaced: it
+// (or an entry no newer, here or in the second tier) is no answer to the
+// flight, though still fresh.
+func (s *Store) flight(ctx context.Context, h uint64, k Key, gen uint64, p Policy, load Loader, fromGet bool, w *waiter, older *Entry) func() (any, error) {
 	return func() (_ any, err error) {
 		s.bg.add()
 		defer s.bg.done()
@@ -177,13 +181,13 @@ func (s *Store) flight(ctx context.Context, h uint64, k Key, gen uint64, p Polic
 				span.End()
 			}()
 		}
-		if it := s.lookupCurrent(h, k, gen); it != nil && p.fresh(it.entry, s.now()) {
+		if it := s.lookupCurrent(h, k, gen); it != nil && p.fresh(it.entry, s.now()) && newer(it.entry, older) {
 			res.entry, res.cached = it.entry, true
 			return res, nil
 		}
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.fillTimeout(p))
 		defer cancel()
-		if s.fromTier(tctx, h, k, p, fromGet, res) {
+		if s.fromTier(tctx, h, k, p, fromGet, res, older) {
 			return res, nil
 		}
 		if e, tg, err := s.tier.Claim(tctx, k); err != nil {
@@ -222,9 +226,9 @@ func (s *Store) flight(ctx context.Context, h uint64, k Key, gen uint64, p Polic
 // the first tier with its generation; fromTier reports true when it
 // answers the flight (fresh, or within StaleWhileRevalidate for a Get),
 // and otherwise leaves a stale-if-error candidate in res.fallback.
-func (s *Store) fromTier(ctx context.Context, h uint64, k Key, p Policy, fromGet bool, res *fillResult) bool {
+func (s *Store) fromTier(ctx context.Context, h uint64, k Key, p Policy, fromGet bool, res *fillResult, older *Entry) bool {
 	e, tg, err := s.tier.Get(ctx, k)
-	if err != nil || e == nil {
+	if err != nil || e == nil || !newer(e, older) {
 		return false
 	}
 	now := s.now()
@@ -327,13 +331,41 @@ func (s *Store) load(ctx context.Context, p Policy, load Loader) (e *Entry, err 
 	return e, nil
 }
 
-// refresh starts one background refresh for the key unless one is running.
-func (s *Store) refresh(ctx context.Context, h uint64, k Key, gen uint64, p Policy, load Loader) {
+// refreshAhead starts a refresh of k, a hot entry not expired yet, within
+// the budget (Options.RefreshBudget); past it the refresh is skipped and
+// counted.
+func (s *Store) refreshAhead(ctx context.Context, h uint64, k Key, gen uint64, p Policy, load Loader, older *Entry) {
+	if s.refreshBudget != nil && !s.refreshBudget(k) {
+		s.st.refreshesSkipped.Add(1)
+		return
+	}
+	if s.refresh(ctx, h, k, gen, p, load, older) {
+		s.st.refreshesAhead.Add(1)
+	}
+}
+
+// backgroundKey marks the context of a background refresh's load.
+type backgroundKey struct{}
+
+// Background reports whether ctx is the context of a background refresh's
+// load (of a stale entry, or ahead of expiry): no client waits for it, so
+// a backend decorator may refuse it rather than queue it behind clients'
+// calls.
+func Background(ctx context.Context) bool { return ctx.Value(backgroundKey{}) != nil }
+
+// newer reports whether e may answer a refresh of older: any entry when
+// older is nil, else one stored after it.
+func newer(e, older *Entry) bool { return older == nil || e.StoredAt.After(older.StoredAt) }
+
+// refresh starts one background refresh for the key unless one is running;
+// it reports whether it started one. older is the fresh entry a refresh
+// ahead of expiry replaces (nil for a stale entry's refresh).
+func (s *Store) refresh(ctx context.Context, h uint64, k Key, gen uint64, p Policy, load Loader, older *Entry) bool {
 	rk := refreshKey{h, gen}
 	s.refreshMu.Lock()
 	if _, running := s.refreshing[rk]; running {
 		s.refreshMu.Unlock()
-		return
+		return false
 	}
 	s.refreshing[rk] = struct{}{}
 	s.refreshMu.Unlock()
@@ -346,7 +378,8 @@ func (s *Store) refresh(ctx context.Context, h uint64, k Key, gen uint64, p Poli
 			delete(s.refreshing, rk)
 			s.refreshMu.Unlock()
 		}()
-		r := <-s.group.DoChan(flightKey('f', gen, k), s.flight(ctx, h, k, gen, p, load, false, nil))
+		bg := context.WithValue(ctx, backgroundKey{}, true)
+		r := <-s.group.DoChan(flightKey('f', gen, k), s.flight(bg, h, k, gen, p, load, false, nil, older))
 		if r.Err != nil {
 			// A backend that refuses calls for a while (its error says when
 			// to retry, e.g. an open breaker) is already reported where it
@@ -360,6 +393,7 @@ func (s *Store) refresh(ctx context.Context, h uint64, k Key, gen uint64, p Poli
 				"tenant", k.Tenant, "resource", k.Resource, "err", r.Err)
 		}
 	}()
+	return true
 }
 
 // bypass loads without the cache, still coalescing identical calls.

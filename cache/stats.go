@@ -10,6 +10,7 @@ type counters struct {
 	purges                                   [2]atomic.Uint64 // per PurgeMode
 	purgedFills                              atomic.Uint64
 	purgesReceived, tierHits, peerFills      atomic.Uint64
+	refreshesAhead, refreshesSkipped         atomic.Uint64
 }
 
 // Stats is a snapshot of plain counters since New.
@@ -23,8 +24,13 @@ type Stats struct {
 	// Waiters counts Gets that joined a flight another caller started
 	// (coalesced). It may briefly run ahead while a flight is starting.
 	Waiters uint64
-	// Refreshes counts background refreshes started.
+	// Refreshes counts background refreshes started (of stale entries
+	// and ahead of expiry).
 	Refreshes uint64
+	// RefreshesAhead counts refreshes started before a hot entry expired
+	// (Policy.RefreshAhead); RefreshesSkipped those skipped because
+	// Options.RefreshBudget said no.
+	RefreshesAhead, RefreshesSkipped uint64
 	// Panics counts loader panics.
 	Panics uint64
 	// Bytes is the cost held now (ristretto plus overlay); never above
@@ -60,6 +66,9 @@ func (s *Store) Stats() Stats {
 		Errors:       s.st.errors.Load(),
 		LoaderCalls:  s.st.loaderCalls.Load(),
 		Refreshes:    s.st.refreshes.Load(),
+
+		RefreshesAhead:   s.st.refreshesAhead.Load(),
+		RefreshesSkipped: s.st.refreshesSkipped.Load(),
 		Panics:       s.st.panics.Load(),
 		MaxBytes:     s.maxBytes,
 		Entries:      int64(s.st.entries.Load()),

@@ -58,6 +58,12 @@ type Options struct {
 	// and each Get that joined it records a cache.wait span linked to the
 	// leader's. Nil: no spans. Hits never make spans.
 	TracerProvider trace.TracerProvider
+	// RefreshBudget, when set, is asked before each refresh-ahead (see
+	// Policy.RefreshAhead) and skips it when it answers false: a budget of
+	// background calls per backend (the proxy's, per backend, calls a
+	// second). A skipped refresh-ahead costs nothing: the entry expires
+	// and is refilled as it would have been. Nil: no budget.
+	RefreshBudget func(Key) bool
 	// SecondTier is a cache shared with other processes, consulted inside
 	// flights (never on a first-tier hit). Default: none.
 	SecondTier SecondTier
@@ -115,6 +121,8 @@ type Store struct {
 
 	refreshMu  sync.Mutex
 	refreshing map[refreshKey]struct{}
+	// refreshBudget is Options.RefreshBudget.
+	refreshBudget func(Key) bool
 
 	// closeMu orders ristretto writes before Close; the hit path does not
 	// take it (Close's contract is that Gets have returned).
@@ -143,6 +151,26 @@ type item struct {
 	// resident moves 0 -> 1 when its flight sees it admitted (counted in
 	// Stats.Entries) and to 2 when ristretto lets go of it.
 	resident atomic.Uint32
+	// hits counts the item's fresh hits up to Policy.RefreshHits (it is
+	// not written past that); ahead is set once a refresh-ahead has been
+	// decided for it (started, or skipped for the budget).
+	hits  atomic.Uint32
+	ahead atomic.Bool
+}
+
+// dueAhead reports whether a fresh hit on it at age under p should start
+// a refresh-ahead: it is hot (at least p.RefreshHits hits in its life),
+// past p.RefreshAhead of its TTL, and none was decided for it yet. The
+// hit path pays one atomic load once the item is hot.
+func (it *item) dueAhead(p Policy, age time.Duration) bool {
+	if p.RefreshAhead <= 0 || it.entry.Negative {
+		return false
+	}
+	if n := it.hits.Load(); n < uint32(p.refreshHits()) {
+		it.hits.Add(1)
+		return false
+	}
+	return age >= p.refreshAt() && !it.ahead.Load()
 }
 
 // New returns a Store configured by o.
@@ -221,6 +249,7 @@ func New(o Options) (*Store, error) {
 	}
 	s.c = c
 	s.tier, s.generations, s.adopt = o.SecondTier, o.Generations, o.Adopt
+	s.refreshBudget = o.RefreshBudget
 	if s.tier == nil {
 		s.tier = noTier{}
 	}
@@ -273,10 +302,13 @@ func (s *Store) Get(ctx context.Context, k Key, p Policy, load Loader) (*Entry, 
 				stale = it
 			}
 		case age < p.TTL:
+			if it.dueAhead(p, age) && it.ahead.CompareAndSwap(false, true) {
+				s.refreshAhead(ctx, h, k, gen, p, load, e)
+			}
 			s.st.outcomes[Hit].Add(1)
 			return e, Hit, nil
 		case age < p.TTL+p.StaleWhileRevalidate:
-			s.refresh(ctx, h, k, gen, p, load)
+			s.refresh(ctx, h, k, gen, p, load, nil)
 			s.st.outcomes[Stale].Add(1)
 			return e, Stale, nil
 		case age < p.TTL+p.StaleIfError:
@@ -308,6 +340,10 @@ func (s *Store) Fresh(k Key, p Policy) (_ *Entry, _ Outcome, now time.Time, ok b
 		s.st.outcomes[Negative].Add(1)
 		return e, Negative, now, true
 	case !e.Negative && age < p.TTL:
+		if it.dueAhead(p, age) {
+			// A refresh-ahead needs the caller's loader: Get starts it.
+			return nil, Miss, now, false
+		}
 		s.st.outcomes[Hit].Add(1)
 		return e, Hit, now, true
 	}

@@ -278,6 +278,14 @@ type Cache struct {
 	StaleIfError         Duration `yaml:"stale_if_error"`
 	NegativeTTL          Duration `yaml:"negative_ttl"`
 	FillTimeout          Duration `yaml:"fill_timeout"` // backend call of a fill
+	// RefreshAhead is the share of ttl after which a hot entry is fetched
+	// again before it expires; nil: proxy.DefaultRefreshAhead; 0: off.
+	RefreshAhead *float64 `yaml:"refresh_ahead"`
+	// RefreshHits is how many hits make an entry hot; 0: the default.
+	RefreshHits int `yaml:"refresh_hits"`
+	// RefreshBudget bounds each backend's refreshes ahead of expiry, calls
+	// a second; 0: proxy.DefaultRefreshBudget.
+	RefreshBudget float64 `yaml:"refresh_budget"`
 	// TTLs overrides TTL per resource: properties, property, agents, agent.
 	TTLs map[string]Duration `yaml:"ttls"`
 	// Shared, when present, adds a second tier shared by every replica

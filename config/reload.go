@@ -39,5 +39,6 @@ func WithFixed(next, cur *Config) *Config {
 	c.Users, c.Breaker, c.Log.Level = next.Users, next.Breaker, next.Log.Level
 	c.Cache.TTL, c.Cache.TTLs, c.Cache.StaleWhileRevalidate = next.Cache.TTL, next.Cache.TTLs, next.Cache.StaleWhileRevalidate
 	c.Cache.StaleIfError, c.Cache.NegativeTTL, c.Cache.FillTimeout = next.Cache.StaleIfError, next.Cache.NegativeTTL, next.Cache.FillTimeout
+	c.Cache.RefreshAhead, c.Cache.RefreshHits = next.Cache.RefreshAhead, next.Cache.RefreshHits
 	return &c
 }

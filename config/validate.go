@@ -300,6 +300,15 @@ func (c *Config) validate() []problem {
 	if c.Cache.MaxBytes != 0 && c.Cache.MaxBytes < 1<<20 {
 		add("cache.max_bytes", "must be at least 1MiB")
 	}
+	if ra := c.Cache.RefreshAhead; ra != nil && (*ra < 0 || *ra >= 1) {
+		add("cache.refresh_ahead", "%g: must be from 0 (off) up to, not including, 1 (a share of ttl)", *ra)
+	}
+	if c.Cache.RefreshHits < 0 {
+		add("cache.refresh_hits", "must not be negative (0: the default)")
+	}
+	if c.Cache.RefreshBudget < 0 {
+		add("cache.refresh_budget", "must not be negative (0: the default)")
+	}
 	for _, k := range slices.Sorted(maps.Keys(c.Cache.TTLs)) {
 		if !slices.Contains(Resources, k) {
 			add("cache.ttls."+k, "unknown resource %q (want %s)", k, strings.Join(Resources, ", "))

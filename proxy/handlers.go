@@ -375,6 +375,11 @@ func (s *Server) answerFresh(w http.ResponseWriter, r *request, k cache.Key) (ou
 func (s *Server) serve(w http.ResponseWriter, r *request, k cache.Key, load loader) error {
 	now := s.now
 	fill := func(ctx context.Context) (*cache.Entry, error) {
+		if cache.Background(ctx) {
+			// A refresh no client waits for: the backend's decorators run
+			// it on idle capacity only (upstream/breaker).
+			ctx = upstream.Background(ctx)
+		}
 		body, negative, storedAt, tags, err := load(ctx)
 		if err != nil {
 			return nil, err

@@ -294,7 +294,17 @@ var DefaultPolicy = cache.Policy{
 	StaleIfError:         time.Hour,
 	NegativeTTL:          10 * time.Second,
 	FillTimeout:          cache.DefaultFillTimeout,
+	RefreshAhead:         DefaultRefreshAhead,
+	RefreshHits:          cache.DefaultRefreshHits,
 }
+
+// DefaultRefreshAhead is the share of ttl after which a hot entry is
+// refreshed before it expires (cache.Policy.RefreshAhead).
+const DefaultRefreshAhead = 0.8
+
+// DefaultRefreshBudget is each backend's budget of refreshes ahead of
+// expiry, calls a second (cache.Options.RefreshBudget).
+const DefaultRefreshBudget = 10
 
 func mustZone(name string) *time.Location {
 	loc, err := time.LoadLocation(name)

@@ -211,7 +211,7 @@ func (c *limitCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descLimitInFlight, prometheus.GaugeValue, float64(l.InFlight), l.Backend)
 		ch <- prometheus.MustNewConstMetric(descLimitWaiting, prometheus.GaugeValue, float64(l.Waiting), l.Backend)
 		ch <- prometheus.MustNewConstMetric(descSlotWaits, prometheus.CounterValue, float64(l.Waits), l.Backend)
-		for _, reason := range []string{breaker.RefusedQueueTimeout, breaker.RefusedCanceled} {
+		for _, reason := range []string{breaker.RefusedQueueTimeout, breaker.RefusedCanceled, breaker.RefusedBackground} {
 			ch <- prometheus.MustNewConstMetric(descSlotRefusals, prometheus.CounterValue, float64(l.Refusals[reason]), l.Backend, reason)
 		}
 	}
@@ -227,7 +227,9 @@ var (
 	descCacheWaiters = prometheus.NewDesc("listingproxy_cache_coalesced_waiters_total",
 		"Lookups that joined a fill another request had started instead of calling the backend.", nil, nil)
 	descCacheRefreshes = prometheus.NewDesc("listingproxy_cache_refreshes_total",
-		"Background refreshes of stale entries started.", nil, nil)
+		"Background refreshes started (of stale entries and ahead of expiry).", nil, nil)
+	descCacheRefreshesAhead = prometheus.NewDesc("listingproxy_cache_refreshes_ahead_total",
+		"Refreshes of hot entries ahead of expiry, by result: started, or skipped_budget (the backend's refresh budget was spent).", []string{"result"}, nil)
 	descCacheBytes = prometheus.NewDesc("listingproxy_cache_bytes",
 		"Bytes held by the cache (bodies, gzip copies and overhead).", nil, nil)
 	descCacheMaxBytes = prometheus.NewDesc("listingproxy_cache_max_bytes",
@@ -256,7 +258,7 @@ var (
 type cacheCollector struct{ stats func() cache.Stats }
 
 func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descCacheLookups, descCacheErrors, descCacheLoads, descCacheWaiters, descCacheRefreshes,
+	for _, d := range []*prometheus.Desc{descCacheLookups, descCacheErrors, descCacheLoads, descCacheWaiters, descCacheRefreshes, descCacheRefreshesAhead,
 		descCacheBytes, descCacheMaxBytes, descCacheEntries, descCacheEvictions, descCacheRejects} {
 		ch <- d
 	}
@@ -283,6 +285,8 @@ func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descCacheLoads, st.LoaderCalls)
 	counter(descCacheWaiters, st.Waiters)
 	counter(descCacheRefreshes, st.Refreshes)
+	counter(descCacheRefreshesAhead, st.RefreshesAhead, "started")
+	counter(descCacheRefreshesAhead, st.RefreshesSkipped, "skipped_budget")
 	gauge(descCacheBytes, st.Bytes)
 	gauge(descCacheMaxBytes, st.MaxBytes)
 	gauge(descCacheEntries, st.Entries+st.OverlayEntries)

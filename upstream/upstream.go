@@ -198,3 +198,17 @@ type PropertyRef struct {
 	Address     string // plain text, street number and name
 	AgencyID    string
 }
+
+// backgroundKey marks the context of a background call.
+type backgroundKey struct{}
+
+// Background returns ctx marked as a background call: one no client waits
+// for (a cache refresh ahead of expiry or of a stale entry). Decorators
+// that bound concurrency run it only on idle capacity and refuse it rather
+// than queue it (upstream/breaker).
+func Background(ctx context.Context) context.Context {
+	return context.WithValue(ctx, backgroundKey{}, true)
+}
+
+// IsBackground reports whether ctx is a background call's (Background).
+func IsBackground(ctx context.Context) bool { return ctx.Value(backgroundKey{}) != nil }

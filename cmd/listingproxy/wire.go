@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/time/rate"
 
 	"listingproxy/admin"
 	"listingproxy/cache"
@@ -191,7 +192,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	}
 	if !cfg.Cache.Disabled {
 		co := cache.Options{MaxBytes: int64(cfg.Cache.MaxBytes), Now: now, Logger: log, TracerProvider: tp,
-			RecordLifetime: longestLifetime(policies(cfg.Cache))}
+			RecordLifetime: longestLifetime(policies(cfg.Cache)), RefreshBudget: refreshBudget(cfg)}
 		if sh := cfg.Cache.Shared; sh != nil {
 			tier, closeTier, err := sharedTier(sh, cmp.Or(cfg.Cache.FillTimeout.D(), cache.DefaultFillTimeout), log, reg)
 			if err != nil {
@@ -352,9 +353,38 @@ func policies(c config.Cache) func(string) cache.Policy {
 		m[r] = cache.Policy{
 			TTL: ttl, StaleWhileRevalidate: cmp.Or(c.StaleWhileRevalidate.D(), d.StaleWhileRevalidate), StaleIfError: cmp.Or(c.StaleIfError.D(), d.StaleIfError),
 			NegativeTTL: cmp.Or(c.NegativeTTL.D(), d.NegativeTTL), FillTimeout: cmp.Or(c.FillTimeout.D(), d.FillTimeout),
+			RefreshAhead: d.RefreshAhead, RefreshHits: cmp.Or(c.RefreshHits, d.RefreshHits),
+		}
+		if c.RefreshAhead != nil {
+			m[r] = withRefreshAhead(m[r], *c.RefreshAhead)
 		}
 	}
 	return func(resource string) cache.Policy { return m[resource] }
+}
+
+func withRefreshAhead(p cache.Policy, share float64) cache.Policy {
+	p.RefreshAhead = share
+	return p
+}
+
+// refreshBudget is cache.Options.RefreshBudget: each backend's limiter
+// of refreshes ahead of expiry (cache.refresh_budget calls a second),
+// found by the key's tenant.
+func refreshBudget(cfg *config.Config) func(cache.Key) bool {
+	perSecond := cmp.Or(cfg.Cache.RefreshBudget, float64(proxy.DefaultRefreshBudget))
+	byBackend := map[string]*rate.Limiter{}
+	byTenant := map[string]*rate.Limiter{}
+	for _, tn := range slices.Sorted(maps.Keys(cfg.Tenants)) {
+		b := cfg.Tenants[tn].Backend
+		if byBackend[b] == nil {
+			byBackend[b] = rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond)))
+		}
+		byTenant[tn] = byBackend[b]
+	}
+	return func(k cache.Key) bool {
+		l := byTenant[k.Tenant]
+		return l != nil && l.Allow()
+	}
 }
 
 // longestLifetime is the longest time any entry stays of use under pol

@@ -693,3 +693,58 @@ func TestBusyCountsAgainstNoBreaker(t *testing.T) {
 		t.Errorf("B after the refusals = %v", err)
 	}
 }
+
+// TestBackgroundCallsUseIdleCapacity: a background call (a cache refresh)
+// runs while clients leave capacity idle, is refused at once (ErrBusy,
+// counted as a background refusal, no breaker counting it) when they use
+// three quarters of the limit or wait, and never takes a waiting client's
+// place.
+func TestBackgroundCallsUseIdleCapacity(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan string, 16)
+	fb := newFake(func(ctx context.Context, tenant string) error {
+		if upstream.IsBackground(ctx) {
+			entered <- "background"
+			return nil
+		}
+		entered <- tenant
+		<-release
+		return nil
+	})
+	r := breaker.NewRegistry(breaker.Options{Now: newClock().Now, Settings: breaker.Settings{QueueTimeout: time.Hour, ConsecutiveFailures: 1}})
+	b := r.Wrap(fb, breaker.Backend{Name: "be", Limit: 8, Adaptive: false, Tenants: []string{"t", "u"}})
+	bg := func() error {
+		_, err := b.ListProperties(upstream.Background(context.Background()), upstream.Scope{Tenant: "u"}, normalize.Criteria{})
+		return err
+	}
+	if err := bg(); err != nil {
+		t.Fatalf("a background call with the backend idle = %v", err)
+	}
+	<-entered
+	// Clients hold 6 of 8 (their share is 4 each: two tenants).
+	var wg sync.WaitGroup
+	for _, tn := range []string{"t", "t", "t", "u", "u", "u"} {
+		wg.Go(func() { list(b, tn) })
+	}
+	for range 6 {
+		<-entered
+	}
+	err := bg()
+	if !errors.Is(err, upstream.ErrBusy) {
+		t.Errorf("a background call with 6 of 8 slots held = %v, want ErrBusy at once", err)
+	}
+	for _, s := range r.States() {
+		if s.State != breaker.StateClosed {
+			t.Errorf("breaker %s/%s %v after a refused background call, want closed", s.Backend, s.Tenant, s.State)
+		}
+	}
+	close(release)
+	wg.Wait()
+	var refused uint64
+	for _, l := range r.Limits() {
+		refused = l.Refusals[breaker.RefusedBackground]
+	}
+	if refused != 1 {
+		t.Errorf("background refusals = %d, want 1", refused)
+	}
+}

@@ -59,6 +59,7 @@ func (e *BusyError) RetryAfter() time.Duration { return time.Second }
 const (
 	RefusedQueueTimeout = "queue_timeout" // no slot within Settings.QueueTimeout
 	RefusedCanceled     = "canceled"      // the caller went away (or its deadline passed) while waiting
+	RefusedBackground   = "background"    // a background call (a cache refresh) found no idle capacity
 )
 
 // LimitStatus is one backend's concurrency limiter, for metrics and admin
@@ -75,7 +76,8 @@ type LimitStatus struct {
 	InFlight, Waiting int
 	// Waits counts the calls that had to wait for a slot (whether they got
 	// one or not); Refusals the waits that ended without one, by reason
-	// (RefusedQueueTimeout, RefusedCanceled).
+	// (RefusedQueueTimeout, RefusedCanceled), and the background calls
+	// refused at once (RefusedBackground).
 	Waits    uint64
 	Refusals map[string]uint64
 }
@@ -121,6 +123,7 @@ type limiter struct {
 
 	waits               atomic.Uint64
 	timeouts, cancelled atomic.Uint64
+	background          atomic.Uint64 // background calls refused
 }
 
 type tenantSlots struct {
@@ -183,9 +186,27 @@ func (l *limiter) take(t *tenantSlots) {
 // acquire takes a slot for tenant, waiting at most s.QueueTimeout (and
 // never past ctx). It returns the time the slot was taken, or a *BusyError,
 // or ctx's error wrapped.
+//
+// A background call (upstream.IsBackground: a cache refresh no client
+// waits for) never waits and never takes the last quarter of the limit:
+// it runs only on capacity clients leave idle, so it never delays a
+// client's call; otherwise it is refused at once (RefusedBackground).
 func (l *limiter) acquire(ctx context.Context, tenant string, s Settings, now func() time.Time) (time.Time, error) {
 	l.mu.Lock()
 	t := l.tenant(tenant)
+	if upstream.IsBackground(ctx) {
+		limit, slots := l.current(), l.share(s)
+		ok := len(l.queue) == 0 && l.inFlight < limit-max(1, limit/4) && (t.inFlight < slots || l.adaptive)
+		if ok {
+			l.take(t)
+		}
+		l.mu.Unlock()
+		if !ok {
+			l.background.Add(1)
+			return time.Time{}, &BusyError{Backend: l.backend, Tenant: tenant, Limit: limit, Slots: slots}
+		}
+		return now(), nil
+	}
 	if len(l.queue) == 0 && (l.fair(t, s) || l.borrows()) {
 		l.take(t)
 		l.mu.Unlock()
@@ -315,7 +336,7 @@ func (l *limiter) status(backend string) LimitStatus {
 	st := LimitStatus{Backend: backend, Adaptive: l.adaptive, Limit: l.current(), Ceiling: l.ceiling, InFlight: l.inFlight, Waiting: len(l.queue)}
 	l.mu.Unlock()
 	st.Waits = l.waits.Load()
-	st.Refusals = map[string]uint64{RefusedQueueTimeout: l.timeouts.Load(), RefusedCanceled: l.cancelled.Load()}
+	st.Refusals = map[string]uint64{RefusedQueueTimeout: l.timeouts.Load(), RefusedCanceled: l.cancelled.Load(), RefusedBackground: l.background.Load()}
 	return st
 }
 
