@@ -2,10 +2,10 @@ package cache
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/klauspost/compress/gzip"
 	"sync"
 	"time"
 )
@@ -44,16 +44,13 @@ type Entry struct {
 	Meta any
 }
 
-// GzipLevel is the compression level of an entry's gzip form. Level 1
-// (compress/flate's BestSpeed, a simpler matcher that also does not clear
-// 640 KB of hash tables per Reset as levels 2-9 do) compresses the demo's
-// 40-45 KB full lists in 0.73 of level 2's CPU (323 against 444 µs on a
-// loaded machine, interleaved) for a form 18% larger (16.3% of the body
-// against 13.8%, about 7.3 KB against 6.2 KB); level 2 was already three
-// times cheaper than gzip's default (6). Compression is a quarter of a
-// miss's CPU and is made once per fill, while the extra kilobyte a gzip
-// hit sends costs it well under a microsecond (docs/performance.md,
-// "Misses").
+// GzipLevel is the compression level of an entry's gzip form, written with
+// github.com/klauspost/compress/gzip (the standard library's API, a faster
+// deflate). At level 1 it makes BenchmarkNewEntry's 45 KB list in a median
+// 0.61 of compress/gzip's level-1 time (five interleaved rounds on a
+// loaded machine, bench/NOTES.md) and a smaller form (4,848 bytes against
+// 5,305). Compression is made once per fill, and was a quarter of a miss's
+// CPU with the standard library.
 const GzipLevel = 1
 
 // gzipWriters recycles gzip writers, with the buffer each writes to,
