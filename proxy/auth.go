@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"slices"
+	"maps"
 	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
@@ -50,6 +52,54 @@ type User struct {
 	PasswordHash []byte // bcrypt
 	Tenant       string // key into the Server's tenants
 	Permissions  Permissions
+	// Compat, when set, are the user's own compatibility switches, in
+	// place of its tenant's: one tenant's client programs often need
+	// different ones (docs/api.md, compatibility switches). Nil: the
+	// tenant's.
+	Compat *Compat
+}
+
+// Compat are the compatibility switches of a caller's JSON bodies
+// (docs/api.md). The zero value: none, the spec's shapes.
+type Compat struct {
+	// SingleObject renders a JSON collection of exactly one item as that
+	// object rather than a one-element array; SingleObjectItems limits it
+	// to the collections of the named items ("property").
+	SingleObject      bool
+	SingleObjectItems map[string]bool
+	// NumericIDs writes ids as JSON numbers.
+	NumericIDs bool
+	// VideoURL writes a CRM's videos as objects with a "url".
+	VideoURL bool
+}
+
+// key is c's canonical name in a cache key: "" for no switch, else the
+// switches on, in a fixed order, so that every replica of a fleet names a
+// set alike and bodies made under one set are never served to a caller
+// with another.
+func (c *Compat) key() string {
+	var parts []string
+	if c.SingleObject {
+		parts = append(parts, "single_object")
+	}
+	if len(c.SingleObjectItems) > 0 {
+		parts = append(parts, "single_object_items="+strings.Join(slices.Sorted(maps.Keys(c.SingleObjectItems)), "+"))
+	}
+	if c.NumericIDs {
+		parts = append(parts, "numeric_ids")
+	}
+	if c.VideoURL {
+		parts = append(parts, "video_url")
+	}
+	return strings.Join(parts, ",")
+}
+
+// compatOf is the switches of u: its own, else its tenant's.
+func compatOf(u *User, t *Tenant) Compat {
+	if u.Compat != nil {
+		return *u.Compat
+	}
+	return Compat{SingleObject: t.JSONSingleObject, SingleObjectItems: t.JSONSingleObjectItems, NumericIDs: t.JSONNumericIDs, VideoURL: t.JSONVideoURL}
 }
 
 // principal is an authenticated caller.
@@ -60,6 +110,10 @@ type principal struct {
 	// variant is the cache-key prefix of this caller: permissions; the
 	// tenant is a separate part of the key.
 	variant string
+	// compat is the caller's compatibility switches, compatKey their name
+	// in the key of a JSON body ("" for none).
+	compat    Compat
+	compatKey string
 }
 
 // Limit is a token bucket: PerSecond tokens a second on average, at most
@@ -370,7 +424,8 @@ func (a *authenticator) verify(name, pass string) *principal {
 	if t == nil {
 		return nil
 	}
-	return &principal{username: u.Username, tenant: t, perms: u.Permissions, variant: u.Permissions.String()}
+	c := compatOf(u, t)
+	return &principal{username: u.Username, tenant: t, perms: u.Permissions, variant: u.Permissions.String(), compat: c, compatKey: c.key()}
 }
 
 // bucketAddr is the address a failure bucket is kept for: IPv6 clients

@@ -327,9 +327,9 @@ func wantsFull(q url.Values) bool {
 }
 
 func (s *Server) renderOptions(r *request, d normalize.Detail) wire.Options {
-	t := r.who.tenant
-	return wire.Options{Detail: d, Prices: r.who.perms&PermPrices != 0, Location: r.loc, SingleObject: t.JSONSingleObject,
-		SingleObjectItems: t.JSONSingleObjectItems, NumericIDs: t.JSONNumericIDs, VideoURL: t.JSONVideoURL,
+	t, c := r.who.tenant, &r.who.compat
+	return wire.Options{Detail: d, Prices: r.who.perms&PermPrices != 0, Location: r.loc, SingleObject: c.SingleObject,
+		SingleObjectItems: c.SingleObjectItems, NumericIDs: c.NumericIDs, VideoURL: c.VideoURL,
 		// Upstream users hold full and prices (docs/crm.md): a caller with
 		// both is no narrower than the upstream user.
 		Unknown: r.who.perms&(PermFull|PermPrices) == PermFull|PermPrices, Extra: t.ExtraFields, Now: s.now()}
@@ -342,15 +342,32 @@ type scopeKey struct {
 	perms   Permissions
 	country string
 	format  wire.Format
+	compat  string // the caller's compatibility switches (JSON only)
+}
+
+// scopeOf is the scope of a cache key: permissions, country, format, and
+// for JSON the compatibility switches when there are any.
+func scopeOf(variant, country string, f wire.Format, compat string) string {
+	s := variant + "|" + country + "|" + f.String()
+	if f == wire.JSON && compat != "" {
+		s += "|" + compat
+	}
+	return s
 }
 
 // cacheKey is the cache key of a request: the tenant, the caller's
-// permissions, the country, the resource, the format and the canonical
-// criteria (or id), so tenants and permission levels never share a body.
+// permissions, the country, the resource, the format, the caller's
+// compatibility switches (JSON) and the canonical criteria (or id), so
+// tenants, permission levels and client programs needing other shapes
+// never share a body.
 func (s *Server) cacheKey(r *request, resource, criteria string) cache.Key {
-	scope, ok := s.scopes[scopeKey{r.who.perms, r.country, r.format}]
-	if !ok { // a permission set New did not list: build it (never shared wrongly)
-		scope = r.who.variant + "|" + r.country + "|" + r.format.String()
+	compat := r.who.compatKey
+	if r.format != wire.JSON {
+		compat = "" // XML has no switches: every caller shares it
+	}
+	scope, ok := s.scopes[scopeKey{r.who.perms, r.country, r.format, compat}]
+	if !ok { // a set New did not list (a reload's): build it (never shared wrongly)
+		scope = scopeOf(r.who.variant, r.country, r.format, compat)
 	}
 	return cache.Key{Tenant: r.who.tenant.Name, Resource: resource, Scope: scope, Variant: criteria}
 }

@@ -230,10 +230,22 @@ func New(users []User, tenants []Tenant, o Options) (*Server, error) {
 	s.guard = newAuthGuard(o.Auth, s.now)
 	st := &settings{auth: newAuthenticator(users, tm, s.guard), policy: o.Policy}
 	s.scopes = make(map[scopeKey]string)
+	compats := map[string]bool{"": true}
+	for i := range users {
+		if t := tm[users[i].Tenant]; t != nil {
+			c := compatOf(&users[i], t)
+			compats[c.key()] = true
+		}
+	}
 	for perms := range PermFull | PermPrices + 1 {
 		for country := range s.countries {
 			for _, f := range [...]wire.Format{wire.XML, wire.JSON} {
-				s.scopes[scopeKey{perms, country, f}] = perms.String() + "|" + country + "|" + f.String()
+				for compat := range compats {
+					if f == wire.XML && compat != "" {
+						continue
+					}
+					s.scopes[scopeKey{perms, country, f, compat}] = scopeOf(perms.String(), country, f, compat)
+				}
 			}
 		}
 	}
