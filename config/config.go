@@ -260,6 +260,38 @@ type User struct {
 	PasswordBcrypt string   `yaml:"password_bcrypt"`
 	Tenant         string   `yaml:"tenant"`
 	Permissions    []string `yaml:"permissions"`
+	// Compat sets this user's own compatibility switches, over its
+	// tenant's: a key left out keeps the tenant's (docs/api.md).
+	Compat *UserCompat `yaml:"compat"`
+}
+
+// UserCompat is a user's compatibility switches; each nil field keeps the
+// tenant's switch.
+type UserCompat struct {
+	JSONSingleObject      *bool     `yaml:"json_single_object"`
+	JSONSingleObjectItems *[]string `yaml:"json_single_object_items"`
+	JSONNumericIDs        *bool     `yaml:"json_numeric_ids"`
+	JSONVideoURL          *bool     `yaml:"json_video_url"`
+}
+
+// Over returns the tenant's switches t with u's set over them.
+func (u *UserCompat) Over(t Compat) Compat {
+	if u == nil {
+		return t
+	}
+	if u.JSONSingleObject != nil {
+		t.JSONSingleObject = *u.JSONSingleObject
+	}
+	if u.JSONSingleObjectItems != nil {
+		t.JSONSingleObjectItems = *u.JSONSingleObjectItems
+	}
+	if u.JSONNumericIDs != nil {
+		t.JSONNumericIDs = *u.JSONNumericIDs
+	}
+	if u.JSONVideoURL != nil {
+		t.JSONVideoURL = *u.JSONVideoURL
+	}
+	return t
 }
 
 // Admin holds the credentials for the admin listener's operator endpoints

@@ -479,3 +479,37 @@ users:
 		}
 	}
 }
+
+// TestUserCompat: a user's switches are set over its tenant's (a key left
+// out keeps the tenant's), and checked where they are.
+func TestUserCompat(t *testing.T) {
+	cfg := `listen: ":8080"
+backends: {db: {kind: sqlite, dsn: x.db}}
+tenants:
+  a: {backend: db, compat: {json_numeric_ids: true, json_single_object_items: [property]}}
+users:
+  - {username: ts, password_bcrypt: "$2a$10$lZZjUks2xDyB1vxQtsPHceEx78gv.fildKhgToZSUq7nb.YaKf4NS", tenant: a, compat: {json_numeric_ids: false}}
+  - {username: ci, password_bcrypt: "$2a$10$lZZjUks2xDyB1vxQtsPHceEx78gv.fildKhgToZSUq7nb.YaKf4NS", tenant: a}
+`
+	c, err := config.Parse("c.yaml", []byte(cfg), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := c.Users[0].Compat.Over(c.Tenants["a"].Compat)
+	if ts.JSONNumericIDs || len(ts.JSONSingleObjectItems) != 1 {
+		t.Errorf("ts's switches = %+v, want numeric ids off and the tenant's items kept", ts)
+	}
+	if ci := c.Users[1].Compat.Over(c.Tenants["a"].Compat); !ci.JSONNumericIDs {
+		t.Errorf("ci's switches = %+v, want the tenant's", ci)
+	}
+	bad := strings.Replace(cfg, "compat: {json_numeric_ids: false}", "compat: {json_single_object: true, json_single_object_items: [\"1x\"]}", 1)
+	_, err = config.Parse("c.yaml", []byte(bad), noEnv)
+	for _, want := range []string{
+		"users[0].compat.json_single_object_items: json_single_object: true already makes every collection",
+		`users[0].compat.json_single_object_items[0]: "1x" is not an element name`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want it to contain %q", err, want)
+		}
+	}
+}

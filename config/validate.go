@@ -251,16 +251,7 @@ func (c *Config) validate() []problem {
 		case b.CRM != nil && (t.UpstreamUsername == "" || t.UpstreamPassword == ""):
 			add(p+".upstream_username", "a tenant on a crm backend needs upstream_username and upstream_password")
 		}
-		if items := t.Compat.JSONSingleObjectItems; len(items) > 0 {
-			if t.Compat.JSONSingleObject {
-				add(p+".compat.json_single_object_items", "json_single_object: true already makes every collection of one item an object; set one of the two")
-			}
-			for i, it := range items {
-				if !xmlName.MatchString(it) {
-					add(fmt.Sprintf("%s.compat.json_single_object_items[%d]", p, i), "%q is not an element name (want e.g. property)", it)
-				}
-			}
-		}
+		checkCompat(add, p, t.Compat)
 		if t.WebhookSecret != "" && len(t.WebhookSecret) < 16 {
 			add(p+".webhook_secret", "must be at least 16 bytes (it signs the tenant's change webhooks)")
 		}
@@ -291,6 +282,9 @@ func (c *Config) validate() []problem {
 			if perm != PermFull && perm != PermPrices {
 				add(fmt.Sprintf("%s.permissions[%d]", p, j), "unknown permission %q (want full or prices)", perm)
 			}
+		}
+		if u.Compat != nil {
+			checkCompat(add, p, u.Compat.Over(c.Tenants[u.Tenant].Compat))
 		}
 	}
 	if c.Admin.Username != "" {
@@ -395,6 +389,23 @@ func (c *Config) validate() []problem {
 		add("log.format", "unknown format %q (want auto, json or text)", c.Log.Format)
 	}
 	return ps
+}
+
+// checkCompat checks the compatibility switches in force at p (a
+// tenant's, or a user's over its tenant's).
+func checkCompat(add func(string, string, ...any), p string, c Compat) {
+	items := c.JSONSingleObjectItems
+	if len(items) == 0 {
+		return
+	}
+	if c.JSONSingleObject {
+		add(p+".compat.json_single_object_items", "json_single_object: true already makes every collection of one item an object; set one of the two")
+	}
+	for i, it := range items {
+		if !xmlName.MatchString(it) {
+			add(fmt.Sprintf("%s.compat.json_single_object_items[%d]", p, i), "%q is not an element name (want e.g. property)", it)
+		}
+	}
 }
 
 func checkHash(add func(string, string, ...any), path, hash string) {

@@ -17,7 +17,7 @@ func (a *app) reload(next *config.Config) (restart []string, err error) {
 	if a.cache != nil && !next.Cache.Disabled {
 		o.Policy = policies(next.Cache)
 	}
-	if err := a.srv.Reload(proxyUsers(next.Users), o); err != nil {
+	if err := a.srv.Reload(proxyUsers(next.Users, next.Tenants), o); err != nil {
 		return nil, err
 	}
 	a.breakers.Reload(breakerSettings(next.Breaker)) // a no-op when unchanged

@@ -141,12 +141,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		t := cfg.Tenants[name]
 		pt := proxy.Tenant{Name: name, Backend: decorated[t.Backend], BackendName: t.Backend, Upstream: t.UpstreamTenant,
 			JSONSingleObject: t.Compat.JSONSingleObject, JSONNumericIDs: t.Compat.JSONNumericIDs, JSONVideoURL: t.Compat.JSONVideoURL}
-		if items := t.Compat.JSONSingleObjectItems; len(items) > 0 {
-			pt.JSONSingleObjectItems = make(map[string]bool, len(items))
-			for _, it := range items {
-				pt.JSONSingleObjectItems[it] = true
-			}
-		}
+		pt.JSONSingleObjectItems = itemSet(t.Compat.JSONSingleObjectItems)
 		if len(t.ExtraFields) > 0 {
 			pt.ExtraFields = make(map[string]bool, len(t.ExtraFields))
 			for _, f := range t.ExtraFields {
@@ -164,7 +159,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		}
 		tenants = append(tenants, pt)
 	}
-	users := proxyUsers(cfg.Users)
+	users := proxyUsers(cfg.Users, cfg.Tenants)
 
 	zones := map[string]*time.Location{}
 	for _, c := range cfg.Countries {
@@ -305,12 +300,29 @@ func authOptions(cfg *config.Config) proxy.AuthOptions {
 	}
 }
 
-func proxyUsers(cu []config.User) []proxy.User {
+func proxyUsers(cu []config.User, tenants map[string]config.Tenant) []proxy.User {
 	users := make([]proxy.User, len(cu))
 	for i, u := range cu {
 		users[i] = proxy.User{Username: u.Username, PasswordHash: []byte(u.PasswordBcrypt), Tenant: u.Tenant, Permissions: permissions(u.Permissions)}
+		if u.Compat != nil {
+			c := u.Compat.Over(tenants[u.Tenant].Compat)
+			users[i].Compat = &proxy.Compat{SingleObject: c.JSONSingleObject, NumericIDs: c.JSONNumericIDs, VideoURL: c.JSONVideoURL,
+				SingleObjectItems: itemSet(c.JSONSingleObjectItems)}
+		}
 	}
 	return users
+}
+
+// itemSet is items as a set; nil when empty.
+func itemSet(items []string) map[string]bool {
+	if len(items) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(items))
+	for _, it := range items {
+		m[it] = true
+	}
+	return m
 }
 
 func cmpWriter(w io.Writer) io.Writer {
