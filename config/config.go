@@ -324,6 +324,17 @@ type Cache struct {
 	// (Redis or Valkey): fills write through to it, first-tier misses read
 	// it, one replica fills a key for the fleet, purges reach the fleet.
 	Shared *SharedCache `yaml:"shared"`
+	// Disk, when present, keeps entries on local disk as well (a node
+	// without cache.shared), so a restarted process serves its warm keys
+	// at once. Not with Shared: one second tier or the other.
+	Disk *DiskCache `yaml:"disk"`
+}
+
+// DiskCache configures the disk tier (package cache/disktier). A zero knob
+// means that package's default (docs/configuration.md lists them).
+type DiskCache struct {
+	Path     string   `yaml:"path"`      // the database file; its directory must exist
+	MaxBytes ByteSize `yaml:"max_bytes"` // bound of the entries kept on disk
 }
 
 // SharedCache configures the Redis second tier. A zero knob means the

@@ -124,6 +124,15 @@ func TestDecodeProblems(t *testing.T) {
 		{"shared tier without addresses", "cache:\n  shared: {key_prefix: x}\n", []string{`c.yaml:4: cache.shared.addrs: at least one Redis address is required (host:port)`}},
 		{"shared lease not shorter than the fill timeout", "cache:\n  fill_timeout: 4s\n  shared: {addrs: [\"r:6379\"], lease: 4s}\n", []string{
 			`c.yaml:5: cache.shared.lease: 4s: must be shorter than cache.fill_timeout (4s), or a replica waiting on a filler that died reaches its own deadline before it may fill`}},
+		{"disk tier without a path", "cache:\n  disk: {max_bytes: 1GiB}\n", []string{
+			`c.yaml:4: cache.disk.path: required: the file the disk tier keeps its entries in (its directory must exist)`}},
+		{"disk tier bad values", "cache:\n  disk:\n    path: /nonexistent-dir/cache.db\n    max_bytes: 1KiB\n", []string{
+			`c.yaml:5: cache.disk.path: "/nonexistent-dir/cache.db": its directory "/nonexistent-dir" does not exist`,
+			`c.yaml:6: cache.disk.max_bytes: must be at least 1MiB`}},
+		{"disk tier path a directory", "cache:\n  disk: {path: /tmp}\n", []string{
+			`c.yaml:4: cache.disk.path: "/tmp" is a directory; want a file in it (e.g. /tmp/cache.db)`}},
+		{"disk tier with a shared tier", "cache:\n  shared: {addrs: [\"r:6379\"]}\n  disk: {path: /tmp/c.db}\n", []string{
+			`c.yaml:5: cache.disk: cannot be used with cache.shared: a fleet's replicas start warm from Redis, and one second tier is consulted per miss (remove one of them)`}},
 		{"shared tier bad values", "cache:\n  shared:\n    addrs: [redis, \"r1:6379\"]\n    db: 2\n    lease: 1h30\n    max_entry_bytes: huge\n    tls: {cert_file: c.pem}\n", []string{
 			`c.yaml:5: cache.shared.addrs[0]: invalid address "redis" (want host:port)`,
 			`c.yaml:6: cache.shared.db: a Redis Cluster has only database 0`,

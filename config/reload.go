@@ -24,6 +24,7 @@ func NeedsRestart(cur, next *Config) []string {
 	check("cache.max_bytes", cur.Cache.MaxBytes, next.Cache.MaxBytes)
 	check("cache.disabled", cur.Cache.Disabled, next.Cache.Disabled)
 	check("cache.shared", cur.Cache.Shared, next.Cache.Shared)
+	check("cache.disk", cur.Cache.Disk, next.Cache.Disk)
 	check("server", cur.Server, next.Server)
 	check("auth", cur.Auth, next.Auth)
 	check("telemetry", cur.Telemetry, next.Telemetry)

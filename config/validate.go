@@ -7,6 +7,8 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -321,6 +323,12 @@ func (c *Config) validate() []problem {
 				sh.Lease.D(), fill)
 		}
 	}
+	if d := c.Cache.Disk; d != nil {
+		validateDisk(add, d)
+		if c.Cache.Shared != nil {
+			add("cache.disk", "cannot be used with cache.shared: a fleet's replicas start warm from Redis, and one second tier is consulted per miss (remove one of them)")
+		}
+	}
 	for i, tp := range c.Server.TrustedProxies {
 		if _, err := clientip.ParsePrefix(tp); err != nil {
 			add(fmt.Sprintf("server.trusted_proxies[%d]", i), "invalid address or CIDR prefix %q (want e.g. 10.0.0.0/8, 192.0.2.7 or ::1)", tp)
@@ -424,6 +432,27 @@ func (c *Cache) ResourceTTL(resource string) time.Duration {
 		return d.D()
 	}
 	return c.TTL.D()
+}
+
+// validateDisk checks cache.disk.
+func validateDisk(add func(string, string, ...any), d *DiskCache) {
+	switch {
+	case d.Path == "":
+		add("cache.disk.path", "required: the file the disk tier keeps its entries in (its directory must exist)")
+	case strings.HasSuffix(d.Path, "/"):
+		add("cache.disk.path", "%q names a directory; want a file in it (e.g. %scache.db)", d.Path, d.Path)
+	default:
+		if fi, err := os.Stat(filepath.Dir(d.Path)); err != nil || !fi.IsDir() {
+			add("cache.disk.path", "%q: its directory %q does not exist", d.Path, filepath.Dir(d.Path))
+		} else if fi, err := os.Stat(d.Path); err == nil && fi.IsDir() {
+			add("cache.disk.path", "%q is a directory; want a file in it (e.g. %s)", d.Path, filepath.Join(d.Path, "cache.db"))
+		}
+	}
+	if d.MaxBytes < 0 {
+		add("cache.disk.max_bytes", "must not be negative (0: the default)")
+	} else if d.MaxBytes != 0 && d.MaxBytes < 1<<20 {
+		add("cache.disk.max_bytes", "must be at least 1MiB")
+	}
 }
 
 // validateShared checks cache.shared.

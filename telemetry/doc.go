@@ -16,7 +16,7 @@
 // are values passed to whoever needs them (never otel.SetTracerProvider nor
 // prometheus.DefaultRegisterer). It must not import proxy or config; cmd
 // adapts proxy's observation hook and the configuration to it. It imports
-// cache, cache/redistier, upstream/breaker and upstream/crm for the types
+// cache, cache/redistier, cache/disktier, upstream/breaker and upstream/crm for the types
 // of the counters they keep (their Stats), so each shape is declared once.
 //
 // Span attributes and metric labels carry the route pattern, the tenant,

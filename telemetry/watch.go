@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"listingproxy/cache/disktier"
 	"listingproxy/cache/redistier"
 	"listingproxy/upstream"
 	"listingproxy/upstream/crm"
@@ -163,6 +164,37 @@ func (s *SharedCacheMetrics) Register(reg prometheus.Registerer, stats func() re
 			Help: "1 once the replica has read every purge recorded in Redis since its subscription (re)started; 0 before, while it serves nothing it reads from Redis.",
 		}, func() float64 {
 			if stats().Synced {
+				return 1
+			}
+			return 0
+		}),
+	})
+}
+
+// WatchDiskCache registers the families of the disk tier
+// (cache/disktier), read from stats (disktier.Tier.Stats) at each scrape.
+func (m *Metrics) WatchDiskCache(stats func() disktier.Stats) error {
+	counter := func(name, help string, f func(disktier.Stats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f(stats())) })
+	}
+	gauge := func(name, help string, f func(disktier.Stats) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return f(stats()) })
+	}
+	return register(m.reg, []prometheus.Collector{
+		counter("listingproxy_disk_cache_hits_total", "Disk-tier reads (first-tier misses) that found an entry.", func(s disktier.Stats) uint64 { return s.Hits }),
+		counter("listingproxy_disk_cache_misses_total", "Disk-tier reads that found none (absent, expired, another key's, damaged).", func(s disktier.Stats) uint64 { return s.Misses }),
+		counter("listingproxy_disk_cache_writes_total", "Entries written to the disk tier.", func(s disktier.Stats) uint64 { return s.Writes }),
+		counter("listingproxy_disk_cache_drops_total", "Fills not written to disk because the writer's queue was full.", func(s disktier.Stats) uint64 { return s.Drops }),
+		counter("listingproxy_disk_cache_oversize_total", "Fills not written to disk because they exceed a quarter of cache.disk.max_bytes.", func(s disktier.Stats) uint64 { return s.Oversize }),
+		counter("listingproxy_disk_cache_evictions_total", "Entries deleted from disk to stay within cache.disk.max_bytes (the expired, then the least recently used).", func(s disktier.Stats) uint64 { return s.Evictions }),
+		counter("listingproxy_disk_cache_errors_total", "Disk-tier reads and write batches that failed.", func(s disktier.Stats) uint64 { return s.Errors }),
+		counter("listingproxy_disk_cache_damaged_total", "Disk-tier entries read whose checksum or structure was wrong: a miss each, never served, and deleted.", func(s disktier.Stats) uint64 { return s.Damaged }),
+		counter("listingproxy_disk_cache_purges_total", "Purges recorded on disk.", func(s disktier.Stats) uint64 { return s.Purges }),
+		gauge("listingproxy_disk_cache_bytes", "Bytes of the entries on disk, as counted against cache.disk.max_bytes.", func(s disktier.Stats) float64 { return float64(s.Bytes) }),
+		gauge("listingproxy_disk_cache_entries", "Entries on disk.", func(s disktier.Stats) float64 { return float64(s.Entries) }),
+		gauge("listingproxy_disk_cache_queued_bytes", "Bytes of fills waiting to be written to disk.", func(s disktier.Stats) float64 { return float64(s.QueuedBytes) }),
+		gauge("listingproxy_disk_cache_disabled", "1 once a purge could not be recorded on disk: the disk tier deleted its files and is off until a restart.", func(s disktier.Stats) float64 {
+			if s.Disabled {
 				return 1
 			}
 			return 0

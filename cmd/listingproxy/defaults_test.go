@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"listingproxy/cache"
+	"listingproxy/cache/disktier"
 	"listingproxy/config"
 	"listingproxy/proxy"
 	"listingproxy/telemetry"
@@ -63,6 +64,7 @@ func TestDocumentedDefaults(t *testing.T) {
 		"cache.refresh_ahead":                   strconv.FormatFloat(proxy.DefaultRefreshAhead, 'g', -1, 64),
 		"cache.refresh_hits":                    strconv.Itoa(cache.DefaultRefreshHits),
 		"cache.refresh_budget":                  strconv.Itoa(proxy.DefaultRefreshBudget),
+		"cache.disk.max_bytes":                  size(disktier.DefaultMaxBytes),
 		"server.read_header_timeout":            duration(config.DefaultReadHeaderTimeout),
 		"server.read_timeout":                   duration(config.DefaultReadTimeout),
 		"server.write_timeout":                  duration(config.DefaultWriteTimeout),
@@ -114,9 +116,11 @@ func duration(d time.Duration) string {
 	return d.String()
 }
 
-// size writes n as the documentation does: 16KiB, 256MiB.
+// size writes n as the documentation does: 16KiB, 256MiB, 1GiB.
 func size[T int | int64](n T) string {
 	switch {
+	case n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
 	case n%(1<<20) == 0:
 		return fmt.Sprintf("%dMiB", n>>20)
 	case n%(1<<10) == 0:

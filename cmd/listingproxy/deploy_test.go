@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"gopkg.in/yaml.v3"
 
+	"listingproxy/cache/disktier"
 	"listingproxy/cache/redistier"
 	"listingproxy/telemetry"
 )
@@ -264,6 +265,17 @@ func TestDeployQueriesNameExportedMetrics(t *testing.T) {
 	}
 	sharedTypes, _ := exportedMetrics(t, promhttp.HandlerFor(sharedReg, promhttp.HandlerOpts{}))
 	maps.Copy(types, sharedTypes)
+	// Likewise the disk tier's, exported with cache.disk.
+	diskReg := prometheus.NewRegistry()
+	dm, err := telemetry.NewMetrics(diskReg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dm.WatchDiskCache(func() disktier.Stats { return disktier.Stats{} }); err != nil {
+		t.Fatal(err)
+	}
+	diskTypes, _ := exportedMetrics(t, promhttp.HandlerFor(diskReg, promhttp.HandlerOpts{}))
+	maps.Copy(types, diskTypes)
 	for _, want := range []string{
 		`listingproxy_cache_purges_total{kind="tenant",mode="soft",source="admin"} 1`,
 		`listingproxy_tenant_requests_total{backend="demo",cache="hit",tenant="harbour"} 1`,

@@ -19,6 +19,7 @@ import (
 
 	"listingproxy/admin"
 	"listingproxy/cache"
+	"listingproxy/cache/disktier"
 	"listingproxy/cache/redistier"
 	"listingproxy/clientip"
 	"listingproxy/config"
@@ -39,7 +40,9 @@ type app struct {
 	admin   http.Handler
 	cache   *cache.Store
 	// shared is the Redis second tier of cache.shared; nil without one.
-	shared  *redistier.Tier
+	shared *redistier.Tier
+	// disk is the disk tier of cache.disk; nil without one.
+	disk    *disktier.Tier
 	srv     *proxy.Server
 	tracing *telemetry.Tracing
 	metrics *telemetry.Metrics
@@ -196,6 +199,18 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 			a.closers = append(a.closers, closeTier) // after the cache's Close
 			a.shared = tier
 			co.SecondTier, co.Generations, co.Adopt = tier, tier, proxy.PrepareEntry
+		}
+		if d := cfg.Cache.Disk; d != nil {
+			tier, err := diskTier(d, log, now)
+			if err != nil {
+				return nil, fmt.Errorf("cache.disk: %w", err)
+			}
+			a.closers = append(a.closers, tier.Close) // after the cache's Close: the queue is written
+			a.disk = tier
+			co.SecondTier, co.Generations, co.Adopt = tier, tier, proxy.PrepareEntry
+			if err := a.metrics.WatchDiskCache(tier.Stats); err != nil {
+				return nil, fmt.Errorf("metrics: %w", err)
+			}
 		}
 		a.cache, err = cache.New(co)
 		if err != nil {
