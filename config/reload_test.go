@@ -38,3 +38,20 @@ func TestReloadSplit(t *testing.T) {
 		t.Error("a configuration needs a restart against itself")
 	}
 }
+
+// TestDiskTierChangeNeedsRestart: a reload does not open, close or move
+// the disk tier under a running cache; it says a restart is needed.
+func TestDiskTierChangeNeedsRestart(t *testing.T) {
+	cur, err := config.Load("../config.yaml", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := *cur
+	next.Cache.Disk = &config.DiskCache{Path: "/var/lib/listingproxy/cache.db"}
+	if got := config.NeedsRestart(cur, &next); !slices.Contains(got, "cache.disk") {
+		t.Errorf("NeedsRestart = %v, want cache.disk listed", got)
+	}
+	if got := config.WithFixed(&next, cur); got.Cache.Disk != nil {
+		t.Error("WithFixed took the new cache.disk; want the one in force")
+	}
+}
