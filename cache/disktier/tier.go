@@ -121,11 +121,15 @@ type op struct {
 	size    int64 // bytes held in the queue
 }
 
+// busyTimeout is how long a statement waits for another connection's
+// write lock (the writer's, a purge's) before it fails.
+var busyTimeout = 10 * time.Second
+
 // dsn is the database's data source name with the pragmas every
 // connection of one pool runs.
 func dsn(path, sync string) string {
 	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "synchronous(" + sync + ")", "busy_timeout(10000)",
+	for _, p := range []string{"journal_mode(WAL)", "synchronous(" + sync + ")", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()),
 		"journal_size_limit(67108864)", "mmap_size(268435456)", "foreign_keys(0)"} {
 		q.Add("_pragma", p)
 	}

@@ -599,3 +599,48 @@ func purgeApplied(ps []cache.Purge, tag cache.Tag) bool {
 	}
 	return false
 }
+
+// TestUnrecordedPurgeTurnsTheTierOff: a purge the disk cannot record
+// (here: another connection holds the write lock past the busy timeout)
+// is applied in memory, and the tier deletes its files and serves nothing
+// more, so that after a restart the purged entry is not served either:
+// the backend down, the hard-purged key is an error, not its old body.
+func TestUnrecordedPurgeTurnsTheTierOff(t *testing.T) {
+	defer disktier.SetBusyTimeout(disktier.SetBusyTimeout(100 * time.Millisecond))
+	path := filepath.Join(t.TempDir(), "cache.db")
+	clock := testkit.NewClock(t0)
+	n := start(t, path, clock, disktier.Options{})
+	k := keyOf("harbour", "au/properties", "full|au|json")
+	var l loader
+	if _, _, err := get(t, n, k, &l, "old"); err != nil {
+		t.Fatal(err)
+	}
+	n.tier.Flush()
+	conn, err := rawDB(t, path).Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(context.Background(), `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.store.PurgeContext(context.Background(), cache.Purge{Tenant: "harbour", Mode: cache.Hard}); err == nil {
+		t.Fatal("a purge the disk could not record reported no error")
+	}
+	if _, err := conn.ExecContext(context.Background(), `ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	if _, _, err := get(t, n, k, &loader{err: errBackend}, ""); err == nil {
+		t.Error("hard-purged key served in this process")
+	}
+	if s := n.tier.Stats(); !s.Disabled {
+		t.Errorf("stats %+v; want the tier off", s)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("database file after the unrecorded purge: %v; want it deleted", err)
+	}
+	n = restart(t, n, path, clock, disktier.Options{})
+	if body, o, err := get(t, n, k, &loader{err: errBackend}, ""); err == nil {
+		t.Errorf("hard-purged key after a restart: %q %v; want the backend's error", body, o)
+	}
+}
