@@ -31,21 +31,33 @@ func scope(p cache.Purge) (kind, tenant, resource string) {
 // past MaxRecords, the records closest to expiry are folded into their
 // tenants' records, as the Store folds its own table.
 //
-// A purge that cannot be recorded (disk full, I/O error) leaves entries on
-// disk that it covers, which a restart would serve: the tier then deletes
-// its files and serves nothing more (Stats.Disabled); the Store applies
-// the purge in memory.
+// A purge that cannot be recorded (disk full, I/O error) would leave on
+// disk entries it covers, which a restart would serve: the tier then
+// deletes its files and serves nothing more (Stats.Disabled), and the
+// purge, applied by the Store in memory, holds everywhere. From then on
+// purges are this process's alone, as without a tier. Purge reports an
+// error only when the files could not be deleted.
 func (t *Tier) Purge(ctx context.Context, p cache.Purge, after uint64) (uint64, error) {
 	if t.disabled.Load() {
-		return 0, errors.New("disktier: disabled after a purge it could not record")
+		return t.offPurge(after)
 	}
 	epoch, err := t.record(context.WithoutCancel(ctx), p, after)
 	if err != nil {
 		t.disable(err)
-		return 0, fmt.Errorf("disktier: recording a purge: %w", err)
+		return t.offPurge(after)
 	}
 	t.purges.Add(1)
 	return epoch, nil
+}
+
+// offPurge is a purge once the tier is off: the next epoch, as
+// cache.Generations' default gives, or an error while files that a
+// restart would read are left.
+func (t *Tier) offPurge(after uint64) (uint64, error) {
+	if t.undeleted.Load() {
+		return 0, fmt.Errorf("disktier: a purge could not be recorded and %s could not be deleted: a restart would serve what it covered", t.path)
+	}
+	return after + 1, nil
 }
 
 func (t *Tier) record(ctx context.Context, p cache.Purge, after uint64) (uint64, error) {
@@ -151,6 +163,7 @@ func (t *Tier) disable(cause error) {
 			failed = append(failed, f)
 		}
 	}
+	t.undeleted.Store(len(failed) > 0)
 	t.log.Error("disktier: a purge could not be recorded on disk: the disk tier is off until a restart, its files deleted",
 		"path", t.path, "err", cause, "not_deleted", failed)
 }

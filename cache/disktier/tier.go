@@ -102,8 +102,9 @@ type Tier struct {
 	wakeup  chan struct{}
 	stopped chan struct{}
 
-	seq      atomic.Int64 // the last use stamp given (written column)
-	disabled atomic.Bool
+	seq       atomic.Int64 // the last use stamp given (written column)
+	disabled  atomic.Bool
+	undeleted atomic.Bool // disabled, and a file could not be deleted
 
 	hits, misses, writes, drops, oversize, evictions, errs, damaged, purges atomic.Uint64
 	bytes, entries                                                          atomic.Int64
