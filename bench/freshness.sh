@@ -25,7 +25,9 @@
 #                    POLL_INTERVAL (default 5s)
 #   ttl              no feed (PostgreSQL, notify: false): what a cache in
 #                    front of the API alone (nginx, Varnish) offers, with
-#                    cache ttl TTL. Default: the TTL that costs the
+#                    cache ttl TTL and refresh_ahead 0 (they have none;
+#                    stale-while-revalidate stays, as their
+#                    proxy_cache_use_stale updating and grace). Default: the TTL that costs the
 #                    backend about what postgres-notify did, keys /
 #                    postgres-notify's backend_calls_per_s (every key is
 #                    read about once a second, so each costs one refill a
@@ -70,8 +72,9 @@ stop() {
 	wait "$1" 2>/dev/null || true
 }
 
-# config FILE BACKEND-YAML TENANT-YAML TTL: listingproxy's configuration,
-# with the demo users (passwords harbour-demo, summit-demo) and admin.
+# config FILE BACKEND-YAML TENANT-YAML TTL [CACHE-YAML]: listingproxy's
+# configuration, with the demo users (passwords harbour-demo, summit-demo)
+# and admin; CACHE-YAML, indented for cache:, adds cache keys.
 config() {
 	{
 		cat <<YAML
@@ -84,6 +87,7 @@ tenants:
 $3
 cache:
   ttl: $4
+${5:-}
 log:
   level: warn
 YAML
@@ -205,7 +209,10 @@ for feed in $FEEDS; do
 		dur=$(awk -v t="$secs" -v d="${DURATION%s}" 'BEGIN { x = t / 2 + 2 * t; if (d > x) x = d; print x "s" }')
 		echo "ttl: cache ttl $ttl, measured from $((secs / 2))s to $dur" >&2
 		[ -n "$pg_calls" ] || pgdb
-		config "$work/$feed.yaml" "{kind: postgres, dsn: \"$pg_dsn\", seed_demo: true}" "$tenants_sql" "$ttl"
+		# nginx and Varnish refresh nothing ahead of its expiry; their
+		# stale-while-revalidate (proxy_cache_use_stale updating, grace)
+		# is kept, as are listingproxy's other defaults.
+		config "$work/$feed.yaml" "{kind: postgres, dsn: \"$pg_dsn\", seed_demo: true}" "$tenants_sql" "$ttl" "  refresh_ahead: 0"
 		proxy "$feed"
 		DURATION=$dur load "$feed" -update postgres -dsn "$pg_dsn" -poll-every 250ms -poll-growth 0.1 -skip "$((secs / 2))s"
 		stop "$lp_pid"
