@@ -43,7 +43,11 @@
 // its size, its expiry (stored-at plus its lifetime) and a use stamp.
 // A read checks the checksum and compares the Key: a damaged value is a
 // miss (counted, deleted), another key's value is a miss; neither is ever
-// served, so tenants and permission levels never share a body.
+// served, so tenants and permission levels never share a body. At Open
+// the file is checked (PRAGMA quick_check): a damaged file is moved aside
+// with its entries and purge records together, and the tier starts empty
+// (a cache is not worth refusing to start for); a file that is no SQLite
+// database is refused untouched (the path may name someone else's file).
 //
 // # Writes and the bound
 //

@@ -122,6 +122,9 @@ type op struct {
 	size    int64 // bytes held in the queue
 }
 
+// sqliteCorrupt is SQLite's primary result code SQLITE_CORRUPT.
+const sqliteCorrupt = 11
+
 // busyTimeout is how long a statement waits for another connection's
 // write lock (the writer's, a purge's) before it fails.
 var busyTimeout = 10 * time.Second
@@ -192,21 +195,27 @@ func Open(o Options) (_ *Tier, err error) {
 			t.closeFiles()
 		}
 	}()
-	if t.db, err = sql.Open("sqlite", dsn(o.Path, "NORMAL")); err != nil {
-		return nil, fmt.Errorf("disktier: %w", err)
+	damaged, err := t.openDB()
+	if err != nil {
+		return nil, err
 	}
-	t.db.SetMaxOpenConns(4)
-	t.db.SetMaxIdleConns(4)
-	if t.pdb, err = sql.Open("sqlite", dsn(o.Path, "FULL")); err != nil {
-		return nil, fmt.Errorf("disktier: %w", err)
-	}
-	t.pdb.SetMaxOpenConns(1)
-	if _, err := t.pdb.Exec(schema); err != nil {
-		return nil, fmt.Errorf("disktier: %s: %w", o.Path, err)
-	}
-	var ok string
-	if err := t.db.QueryRow(`PRAGMA quick_check`).Scan(&ok); err != nil || ok != "ok" {
-		return nil, fmt.Errorf("disktier: %s fails its integrity check: %q %v", o.Path, ok, err)
+	if damaged != "" {
+		// A cache is not worth refusing to start for: the damaged file
+		// goes aside, with its entries and purge records (nothing it
+		// held can be served again), and the tier starts empty.
+		t.closeDBs()
+		aside := fmt.Sprintf("%s.damaged-%d", o.Path, time.Now().Unix())
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			if err := os.Rename(o.Path+suffix, aside+suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("disktier: %s fails its integrity check (%s) and cannot be moved aside: %w", o.Path, damaged, err)
+			}
+		}
+		t.log.Error("disktier: the database failed its integrity check: moved aside, starting empty", "path", o.Path, "moved_to", aside, "check", damaged)
+		if damaged, err = t.openDB(); err != nil {
+			return nil, err
+		} else if damaged != "" {
+			return nil, fmt.Errorf("disktier: %s: a new database fails its integrity check: %s", o.Path, damaged)
+		}
 	}
 	var bytes, n, used int64
 	if err := t.db.QueryRow(`SELECT COALESCE(SUM(size), 0), COUNT(*), COALESCE(MAX(used), 0) FROM entries`).Scan(&bytes, &n, &used); err != nil {
@@ -225,13 +234,50 @@ func Open(o Options) (_ *Tier, err error) {
 	return t, nil
 }
 
-func (t *Tier) closeFiles() {
+// openDB opens the database's two pools and its tables, and checks it
+// (PRAGMA quick_check): damaged is what the check found wrong, "" when
+// nothing. A file that is not a SQLite database is an error: the path may
+// name someone else's file.
+func (t *Tier) openDB() (damaged string, err error) {
+	if t.db, err = sql.Open("sqlite", dsn(t.path, "NORMAL")); err != nil {
+		return "", fmt.Errorf("disktier: %w", err)
+	}
+	t.db.SetMaxOpenConns(4)
+	t.db.SetMaxIdleConns(4)
+	if t.pdb, err = sql.Open("sqlite", dsn(t.path, "FULL")); err != nil {
+		return "", fmt.Errorf("disktier: %w", err)
+	}
+	t.pdb.SetMaxOpenConns(1)
+	var check string
+	if err := t.pdb.QueryRow(`PRAGMA quick_check(1)`).Scan(&check); err != nil {
+		// SQLITE_CORRUPT: damaged beyond what the check reports as rows.
+		var coded interface{ Code() int }
+		if errors.As(err, &coded) && coded.Code()&0xff == sqliteCorrupt {
+			return err.Error(), nil
+		}
+		return "", fmt.Errorf("disktier: %s: %w", t.path, err)
+	}
+	if check != "ok" {
+		return check, nil
+	}
+	if _, err := t.pdb.Exec(schema); err != nil {
+		return "", fmt.Errorf("disktier: %s: %w", t.path, err)
+	}
+	return "", nil
+}
+
+func (t *Tier) closeDBs() {
 	if t.db != nil {
 		_ = t.db.Close()
 	}
 	if t.pdb != nil {
 		_ = t.pdb.Close()
 	}
+	t.db, t.pdb = nil, nil
+}
+
+func (t *Tier) closeFiles() {
+	t.closeDBs()
 	_ = t.lock.Close() // releases the lock
 }
 

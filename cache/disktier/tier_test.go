@@ -649,3 +649,60 @@ func TestUnrecordedPurgeTurnsTheTierOff(t *testing.T) {
 		t.Errorf("hard-purged key after a restart: %q %v; want the backend's error", body, o)
 	}
 }
+
+// TestDamagedFileMovedAside: a database file whose pages were overwritten
+// (a failing disk, a stray write) fails SQLite's check at start: it is
+// moved aside and the tier starts empty, so the process starts and serves
+// nothing of it; a file that is no database at all (a wrong path) is
+// refused, untouched.
+func TestDamagedFileMovedAside(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cache.db")
+	clock := testkit.NewClock(t0)
+	n := start(t, path, clock, disktier.Options{})
+	var l loader
+	for i := range 20 {
+		if _, _, err := get(t, n, keyOf("harbour", "au/properties", strconv.Itoa(i)), &l, listing(strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.tier.Flush()
+	n.stop()
+	// Fold the log into the file, then overwrite its second page.
+	db := rawDB(t, path)
+	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte(strings.Repeat("\xff\x00damage", 400)), 4096); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	n = start(t, path, clock, disktier.Options{})
+	if s := n.tier.Stats(); s.Entries != 0 || s.Bytes != 0 {
+		t.Errorf("after a damaged file: %+v; want an empty tier", s)
+	}
+	if body, o, err := get(t, n, keyOf("harbour", "au/properties", "0"), &loader{err: errBackend}, ""); err == nil {
+		t.Errorf("entry of the damaged file served: %v %d bytes", o, len(body))
+	}
+	if aside, _ := filepath.Glob(path + ".damaged-*"); len(aside) == 0 {
+		t.Error("the damaged file was not moved aside")
+	}
+	n.stop()
+
+	foreign := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(foreign, []byte(strings.Repeat("not a database\n", 500)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := disktier.Open(disktier.Options{Path: foreign}); err == nil {
+		t.Error("a file that is no database was opened")
+	}
+	if b, err := os.ReadFile(foreign); err != nil || !strings.HasPrefix(string(b), "not a database") {
+		t.Errorf("the foreign file was touched: %v", err)
+	}
+}
