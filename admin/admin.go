@@ -62,6 +62,9 @@ type Options struct {
 	// SharedCache, when set, reports the shared cache tier (cache.shared)
 	// on GET /backends. Nil: no shared tier, no such section.
 	SharedCache func() SharedCacheState
+	// DiskCache, when set, reports the disk tier (cache.disk) on GET
+	// /backends. Nil: no disk tier, no such section.
+	DiskCache func() DiskCacheState
 	// StatusPage serves GET /status and GET /status.json (statuspage).
 	// Nil: 404.
 	StatusPage http.Handler
@@ -126,7 +129,7 @@ func New(o Options) http.Handler {
 	prof.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	prof.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.Handle("/debug/pprof/", auth(prof))
-	mux.Handle("GET /backends", auth(backendsHandler(o.Backends, o.Breakers, o.SharedCache)))
+	mux.Handle("GET /backends", auth(backendsHandler(o.Backends, o.Breakers, o.SharedCache, o.DiskCache)))
 	mux.Handle("POST /cache/purge", auth(o.purgeHandler()))
 	if o.StatusPage != nil {
 		mux.Handle("GET /status", auth(o.StatusPage))

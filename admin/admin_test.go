@@ -196,6 +196,7 @@ func TestBackends(t *testing.T) {
 		SharedCache: func() admin.SharedCacheState {
 			return admin.SharedCacheState{Synced: false, BreakerOpen: true, PurgesPending: 3}
 		},
+		DiskCache: func() admin.DiskCacheState { return admin.DiskCacheState{Entries: 7, Bytes: 4096, Disabled: true} },
 	})
 	status, body := do("GET", "/backends", true)
 	if status != 200 {
@@ -204,9 +205,13 @@ func TestBackends(t *testing.T) {
 	var got struct {
 		Backends    []map[string]any `json:"backends"`
 		SharedCache map[string]any   `json:"shared_cache"`
+		DiskCache   map[string]any   `json:"disk_cache"`
 	}
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatalf("body %s: %v", body, err)
+	}
+	if diff := cmp.Diff(map[string]any{"entries": 7.0, "bytes": 4096.0, "disabled": true}, got.DiskCache); diff != "" {
+		t.Errorf("/backends disk_cache (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(map[string]any{"synced": false, "breaker_open": true, "purges_pending": 3.0}, got.SharedCache); diff != "" {
 		t.Errorf("/backends shared_cache (-want +got):\n%s", diff)

@@ -37,6 +37,17 @@ type SharedCacheState struct {
 	PurgesPending int64 `json:"purges_pending"`
 }
 
+// DiskCacheState is the disk tier's section of GET /backends.
+type DiskCacheState struct {
+	// Entries and Bytes are what the disk holds (Bytes as counted against
+	// cache.disk.max_bytes).
+	Entries int64 `json:"entries"`
+	Bytes   int64 `json:"bytes"`
+	// Disabled is true once a purge could not be recorded on disk: the
+	// tier deleted its files and is off until a restart.
+	Disabled bool `json:"disabled"`
+}
+
 // backendRow is one backend's entry in GET /backends.
 type backendRow struct {
 	Name string `json:"name"`
@@ -89,7 +100,7 @@ type breakerRow struct {
 // own readiness is /readyz; this is what an operator looks at to see which
 // backend is failing and since when. Behind the admin credentials: last
 // errors may quote a backend's messages.
-func backendsHandler(backends []Backend, breakers BreakerStates, shared func() SharedCacheState) http.Handler {
+func backendsHandler(backends []Backend, breakers BreakerStates, shared func() SharedCacheState, disk func() DiskCacheState) http.Handler {
 	backends = slices.SortedFunc(slices.Values(backends), func(a, b Backend) int { return strings.Compare(a.Name, b.Name) })
 	names := make([]string, len(backends))
 	for i, b := range backends {
@@ -148,10 +159,16 @@ func backendsHandler(backends []Backend, breakers BreakerStates, shared func() S
 			st := shared()
 			sh = &st
 		}
+		var dk *DiskCacheState
+		if disk != nil {
+			st := disk()
+			dk = &st
+		}
 		_ = enc.Encode(struct {
 			Backends    []backendRow      `json:"backends"`
 			SharedCache *SharedCacheState `json:"shared_cache,omitempty"`
-		}{out, sh})
+			DiskCache   *DiskCacheState   `json:"disk_cache,omitempty"`
+		}{out, sh, dk})
 	})
 }
 

@@ -38,6 +38,12 @@ func (a *app) adminOptions(cfg *config.Config, backends map[string]upstream.Back
 			return admin.SharedCacheState{Synced: st.Synced, BreakerOpen: st.BreakerOpen, PurgesPending: st.PurgesPending}
 		}
 	}
+	if a.disk != nil {
+		o.DiskCache = func() admin.DiskCacheState {
+			st := a.disk.Stats()
+			return admin.DiskCacheState{Entries: st.Entries, Bytes: st.Bytes, Disabled: st.Disabled}
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(backends)) {
 		ab := admin.Backend{Name: name, Kind: cfg.Backends[name].Kind}
 		if rd, ok := backends[name].(readier); ok {

@@ -117,6 +117,13 @@ func TestDiskTierRestartServesWarmKeys(t *testing.T) {
 			t.Errorf("/metrics lacks %s", name)
 		}
 	}
+	req := httptest.NewRequest("GET", "/backends", nil)
+	req.SetBasicAuth("admin", "admin-demo")
+	bk := httptest.NewRecorder()
+	b.admin.ServeHTTP(bk, req)
+	if !strings.Contains(bk.Body.String(), `"disk_cache": {`) || !strings.Contains(bk.Body.String(), `"entries": 5`) {
+		t.Errorf("/backends lacks the disk tier's state:\n%s", bk.Body)
+	}
 	stopApp(b)
 
 	clock.Advance(60*time.Second + 5*time.Minute + time.Second) // past ttl + stale_while_revalidate
