@@ -43,7 +43,8 @@ var importRules = map[string]importRule{
 	"cache":           {ext: append([]string{"github.com/dgraph-io/ristretto/v2", "github.com/klauspost/compress/", "golang.org/x/sync/"}, otelAPI...)},
 	"cache/redistier": {own: []string{"cache"}, ext: append([]string{"github.com/redis/go-redis/v9", "github.com/sony/gobreaker/v2", "golang.org/x/sync/"}, otelAPI...)},
 	"cache/disktier":  {own: []string{"cache"}, ext: []string{"modernc.org/sqlite"}},
-	"proxy": {own: []string{"cache", "clientip", "normalize", "upstream", "wire"},
+	"openapi":         {}, // the embedded OpenAPI description
+	"proxy": {own: []string{"cache", "clientip", "normalize", "openapi", "upstream", "wire"},
 		ext:    append([]string{"golang.org/x/crypto/bcrypt", "golang.org/x/sync/", "golang.org/x/time/rate"}, otelAPI...),
 		notStd: []string{"database/sql"}},
 	"telemetry": {own: []string{"cache", "cache/disktier", "cache/redistier", "clientip", "upstream", "upstream/breaker", "upstream/crm"},

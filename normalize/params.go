@@ -405,3 +405,22 @@ func lowerAll(vals []string) []string {
 	}
 	return s
 }
+
+// QueryKeys returns every query key the lists of r accept, in the
+// parameter table's order: each name and its "[]" form unless it has none
+// ("id", "id[]", ..., "geo[lat]", "geo[long]", "geo[rad]", ...). The
+// OpenAPI description lists the same keys (openapi.TestParametersAreNormalizes).
+func QueryKeys(r Resource) []string {
+	var keys []string
+	for p, n := range slotNames {
+		row := params[slotRow[p]]
+		if !row.lists.has(r) {
+			continue
+		}
+		keys = append(keys, n)
+		if !row.noArray {
+			keys = append(keys, n+"[]")
+		}
+	}
+	return keys
+}

@@ -104,6 +104,7 @@ var directRouteTargets = []string{
 	"/a%75/properties.xml", "/au/propert%69es.xml", "/au/properties%2Exml", "/au%2Fx/properties.xml",
 	"/au/properties/1%2Fx.xml", "/au/properties%2F1.xml", "/au/properties/%31.xml", "/a%20u/properties.json",
 	"/au/properties/1%20.xml", "http://listings.example/au/properties/1.xml",
+	"/openapi.json", "/openapi.json/", "/au/openapi.json", "/openapi.xml", "/openapi%2Ejson",
 }
 
 // FuzzDirectRoutes compares, for arbitrary targets and methods, the answer

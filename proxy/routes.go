@@ -1,11 +1,14 @@
 package proxy
 
 import (
+	"bytes"
 	"net/http"
 	"path"
 	"strings"
+	"time"
 
 	"listingproxy/normalize"
+	"listingproxy/openapi"
 	"listingproxy/upstream"
 	"listingproxy/wire"
 )
@@ -45,6 +48,7 @@ func (s *Server) routes() {
 	s.lists, s.singles = map[string]directRoute{}, map[string]directRoute{}
 	get := func(pattern string, h http.Handler) {
 		s.mux.Handle(pattern, h)
+		s.getPatterns = append(s.getPatterns, pattern)
 		rest := strings.TrimPrefix(pattern, "GET /{country}/")
 		if res, ok := strings.CutSuffix(rest, "/{file}"); ok {
 			s.singles[res] = directRoute{pattern, h}
@@ -58,11 +62,30 @@ func (s *Server) routes() {
 		s.mux.Handle("/{country}/properties."+ext, s.methodNotAllowed())
 		s.mux.Handle("/{country}/agents."+ext, s.methodNotAllowed())
 	}
+	s.getPatterns = append(s.getPatterns, "GET /openapi.json")
+	s.mux.Handle("GET /openapi.json", serveOpenAPI())
+	s.mux.Handle("/openapi.json", s.methodNotAllowed())
 	get("GET /{country}/properties/{file}", s.single(getProperty))
 	get("GET /{country}/agents/{file}", s.single(getAgent))
 	s.mux.Handle("/{country}/properties/{file}", s.methodNotAllowed())
 	s.mux.Handle("/{country}/agents/{file}", s.methodNotAllowed())
 	s.mux.Handle("/", s.notFound())
+}
+
+// serveOpenAPI serves the API's OpenAPI description, the same for every
+// caller and without credentials (it reveals nothing about any tenant): a
+// strong ETag of its content, so a client revalidates with If-None-Match
+// (http.ServeContent answers 304, HEAD and ranges), and an hour of
+// caching, since it changes only with the binary. The ServeMux routes it
+// (one segment: never one of route's shapes), off the API's hit path.
+func serveOpenAPI() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("ETag", openapi.ETag)
+		h.Set("Cache-Control", "public, max-age=3600")
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(openapi.Document))
+	})
 }
 
 // directRoute is a GET route that route finds without the ServeMux: its

@@ -179,6 +179,10 @@ type Server struct {
 	guard     *authGuard                 // bcrypt pool and failure buckets, kept across reloads
 	capped    atomic.Int64               // lists cut at max_results (see CappedLists)
 
+	// getPatterns are the GET routes' patterns, in the order registered
+	// (the test of the OpenAPI description compares them with its paths).
+	getPatterns []string
+
 	// live holds what Reload may replace. A request loads it once and
 	// uses that snapshot throughout, so a reload never mixes old users with
 	// a new policy within one request.

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# check.sh: CI's check of openapi/openapi.json (.ci/run runs it; run it by
+# hand the same way). With the versions pinned in package.json and
+# package-lock.json (npm ci):
+#   1. redocly lint (recommended-strict: any warning fails);
+#   2. ajv: every golden JSON body of testdata/golden against its schemas
+#      (goldens.json), and the bodies TestOpenAPISamples (proxy) writes
+#      under each compatibility switch against theirs;
+#   3. openapi-typescript generates the types, tsc --strict compiles demo.ts
+#      (an openapi-fetch client), and node runs it on golden and compat
+#      bodies: it reads the lists through the generated client.
+# Needs node >= 20.19 and npm (for @redocly/cli 2). Fails on any error.
+set -euo pipefail
+cd "$(dirname "$0")"
+root=$(cd ../.. && pwd)
+
+node -e 'const [a,b]=process.versions.node.split(".").map(Number); if (a < 20 || (a === 20 && b < 19)) { console.error("node " + process.versions.node + " is too old: @redocly/cli needs >= 20.19"); process.exit(1) }'
+echo "node $(node --version), npm $(npm --version)"
+npm ci --no-audit --no-fund --loglevel=error
+echo "redocly $(npx --no-install redocly --version), openapi-typescript $(npx --no-install openapi-typescript --version 2>/dev/null | tail -1), $(npx --no-install tsc --version)"
+
+echo "-- redocly lint"
+npx --no-install redocly lint --config redocly.yaml ../openapi.json
+
+echo "-- schemas against golden and compatibility-switch bodies (ajv)"
+samples=$(mktemp -d)
+trap 'rm -rf "$samples"' EXIT
+(cd "$root" && LISTINGPROXY_OPENAPI_SAMPLES="$samples" go test -count=1 -run '^TestOpenAPISamples$' ./proxy)
+node validate.mjs "$root/testdata/golden" "$samples"
+
+echo "-- TypeScript client: generate, compile (--strict), read demo lists"
+rm -rf generated
+npx --no-install openapi-typescript ../openapi.json -o generated/listing-api.ts
+npx --no-install tsc -p tsconfig.json --noEmit --strict
+npx --no-install tsc -p tsconfig.json
+g=$root/testdata/golden
+node generated/out/demo.js "$g/properties-full-prices.json" "$g/agents-full.json"
+node generated/out/demo.js "$g/errors-several.json" "$g/agents-short.json"
+node generated/out/demo.js "$samples/PropertyListResponse.all-full-one.json" "$samples/AgentListResponse.all-full-one.json"
+echo "OpenAPI checks passed"
