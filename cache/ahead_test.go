@@ -51,8 +51,8 @@ func TestRefreshAhead(t *testing.T) {
 	}
 	getVia(t, s, cold, aheadPol, l.load) // one hit: not hot
 	<-l.started
-	<-l.started // the two fills
-	clock.Advance(47 * time.Second)      // before 80% of the TTL (48s)
+	<-l.started                     // the two fills
+	clock.Advance(47 * time.Second) // before 80% of the TTL (48s)
 	if _, o := getVia(t, s, hot, aheadPol, l.load); o != Hit || l.Calls() != 2 {
 		t.Fatalf("before the refresh point: %v, %d calls; want a hit and no refresh", o, l.Calls())
 	}

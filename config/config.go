@@ -402,6 +402,13 @@ type Server struct {
 	// TLS, when set, serves the public listener over TLS (the admin
 	// listener stays plain HTTP, on loopback by default).
 	TLS TLS `yaml:"tls"`
+	// MaxConnsPerAddress bounds one client address's open connections to
+	// the public listener; 0: connlimit.DefaultPerAddress; -1: none.
+	MaxConnsPerAddress int `yaml:"max_conns_per_address"`
+	// NewConnsPerSecondPerAddress bounds the connections (TLS handshakes)
+	// one address opens a second; 0: connlimit.DefaultNewPerSecond; -1:
+	// none.
+	NewConnsPerSecondPerAddress float64 `yaml:"new_conns_per_second_per_address"`
 }
 
 // TLS names the public listener's certificate and key (PEM files). They
@@ -410,6 +417,9 @@ type Server struct {
 type TLS struct {
 	CertFile string `yaml:"cert_file"` // certificate chain, leaf first
 	KeyFile  string `yaml:"key_file"`
+	// HTTP2 offers HTTP/2 by ALPN; nil: true. false serves HTTP/1.1 only
+	// (no PING, RST_STREAM or CONTINUATION floods to bound).
+	HTTP2 *bool `yaml:"http2"`
 }
 
 // Telemetry configures tracing.

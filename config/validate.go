@@ -293,6 +293,12 @@ func (c *Config) validate() []problem {
 		checkHash(add, "admin.password_bcrypt", c.Admin.PasswordBcrypt)
 	}
 
+	if n := c.Server.MaxConnsPerAddress; n < -1 {
+		add("server.max_conns_per_address", "%d: must be positive, 0 (the default) or -1 (no bound)", n)
+	}
+	if n := c.Server.NewConnsPerSecondPerAddress; n < 0 && n != -1 {
+		add("server.new_conns_per_second_per_address", "%g: must be positive, 0 (the default) or -1 (no bound)", n)
+	}
 	if c.Cache.MaxBytes != 0 && c.Cache.MaxBytes < 1<<20 {
 		add("cache.max_bytes", "must be at least 1MiB")
 	}

@@ -1,15 +1,15 @@
 package proxy
 
 import (
-	"slices"
-	"maps"
 	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
+	"maps"
 	"math"
 	"net/http"
 	"net/netip"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"

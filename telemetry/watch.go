@@ -212,3 +212,26 @@ func register(reg prometheus.Registerer, cs []prometheus.Collector) error {
 	}
 	return nil
 }
+
+// WatchConnLimit registers listingproxy_connections_refused_total: public
+// connections closed at accept because their client address held too many
+// (reason too_many) or opened them too fast (too_fast), read from refused
+// (internal/connlimit's Stats) at each scrape.
+func (m *Metrics) WatchConnLimit(refused func() (tooMany, tooFast uint64)) error {
+	for _, r := range []struct {
+		reason string
+		v      func() uint64
+	}{
+		{"too_many", func() uint64 { n, _ := refused(); return n }},
+		{"too_fast", func() uint64 { _, n := refused(); return n }},
+	} {
+		if err := m.reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "listingproxy_connections_refused_total",
+			Help:        "Public connections closed at accept, before any handshake: their client address held too many open (too_many) or opened them too fast (too_fast).",
+			ConstLabels: prometheus.Labels{"reason": r.reason},
+		}, func() float64 { return float64(r.v()) })); err != nil {
+			return err
+		}
+	}
+	return nil
+}

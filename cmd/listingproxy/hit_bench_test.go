@@ -72,7 +72,7 @@ func startBenchServer(b *testing.B) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sv := publicServer(cfg.Server, a.handler, log, ln, false)
+	sv := publicServer(cfg.Server, a.handler, log, ln, false, nil)
 	go func() { _ = sv.HTTP.Serve(sv.Listener) }()
 	b.Cleanup(func() { _ = sv.HTTP.Close() })
 	return ln.Addr().String()

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"listingproxy"
 	"listingproxy/cache"
 	"listingproxy/config"
+	"listingproxy/internal/connlimit"
 	"listingproxy/internal/memlimit"
 	"listingproxy/internal/onewrite"
 	"listingproxy/internal/serving"
@@ -85,14 +87,19 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
-	ln, cert, err := listenTLS(tcp, cfg.Server.TLS)
+	limited := connlimit.Listen(tcp, connLimits(cfg))
+	if err := app.metrics.WatchConnLimit(func() (uint64, uint64) { st := limited.Stats(); return st.TooMany, st.TooFast }); err != nil {
+		_ = tcp.Close()
+		return fmt.Errorf("metrics: %w", err)
+	}
+	ln, cert, err := listenTLS(limited, cfg.Server.TLS)
 	if err != nil {
 		_ = tcp.Close()
 		return err
 	}
 	// The memory limit (internal/memlimit) lasts as long as serve.
 	defer memlimit.Apply(cmp.Or(int64(cfg.Cache.MaxBytes), cache.DefaultMaxBytes), getenv, log)()
-	servers := []serving.Server{publicServer(cfg.Server, app.handler, log, ln, cert != nil)}
+	servers := []serving.Server{publicServer(cfg.Server, app.handler, log, ln, cert != nil, limited.ConnState)}
 	adminURL := ""
 	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
 		aln, err := net.Listen("tcp", cfg.AdminListen)
@@ -189,13 +196,33 @@ func newHTTPServer(c config.Server, h http.Handler, log *slog.Logger) *http.Serv
 // publicServer is the API's http.Server on ln. Without TLS its
 // connections send a response larger than net/http's 4 KB connection buffer
 // in one write instead of two (internal/onewrite; app.handler arms them).
-func publicServer(c config.Server, h http.Handler, log *slog.Logger, ln net.Listener, tls bool) serving.Server {
+func publicServer(c config.Server, h http.Handler, log *slog.Logger, ln net.Listener, tls bool, connState func(net.Conn, http.ConnState)) serving.Server {
 	srv := newHTTPServer(c, h, log)
+	srv.ConnState = connState
 	if !tls {
 		ln = onewrite.Listener(ln)
 		srv.ConnContext = onewrite.ConnContext
 	}
 	return serving.Server{HTTP: srv, Listener: ln}
+}
+
+// connLimits are the public listener's bounds per client address
+// (internal/connlimit), trusted proxies exempt.
+func connLimits(cfg *config.Config) connlimit.Options {
+	trusted := trustedProxies(cfg)
+	o := connlimit.Options{PerAddress: cfg.Server.MaxConnsPerAddress, NewPerSecond: cfg.Server.NewConnsPerSecondPerAddress,
+		Exempt: func(a netip.Addr) bool {
+			for _, p := range trusted {
+				if p.Contains(a) {
+					return true
+				}
+			}
+			return false
+		}}
+	if o.NewPerSecond > 0 {
+		o.NewBurst = max(1, int(2*o.NewPerSecond))
+	}
+	return o
 }
 
 func displayAddr(a net.Addr) string {

@@ -29,5 +29,5 @@ func listenTLS(ln net.Listener, c config.TLS) (net.Listener, *tlsreload.Certific
 	if err != nil {
 		return nil, nil, err
 	}
-	return cert.Listener(ln), cert, nil
+	return cert.Listener(ln, c.HTTP2 == nil || *c.HTTP2), cert, nil
 }

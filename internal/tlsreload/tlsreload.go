@@ -56,7 +56,12 @@ func (c *Certificate) Config() *tls.Config {
 	}
 }
 
-// Listener wraps ln in TLS with c's configuration.
-func (c *Certificate) Listener(ln net.Listener) net.Listener {
-	return tls.NewListener(ln, c.Config())
+// Listener wraps ln in TLS with c's configuration; without http2 it
+// offers HTTP/1.1 alone.
+func (c *Certificate) Listener(ln net.Listener, http2 bool) net.Listener {
+	cfg := c.Config()
+	if !http2 {
+		cfg.NextProtos = []string{"http/1.1"}
+	}
+	return tls.NewListener(ln, cfg)
 }

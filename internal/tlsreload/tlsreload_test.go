@@ -3,6 +3,7 @@ package tlsreload_test
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -76,5 +77,40 @@ func TestConfig(t *testing.T) {
 	}
 	if _, err := tlsreload.Load(certFile, certFile); err == nil {
 		t.Error("Load of a certificate as its own key: no error")
+	}
+}
+
+// TestListenerProtocols: the listener offers HTTP/2 and HTTP/1.1 by ALPN,
+// and HTTP/1.1 alone without http2 (server.tls.http2: false).
+func TestListenerProtocols(t *testing.T) {
+	certFile, keyFile, _ := testkit.WriteSelfSigned(t, t.TempDir(), 1)
+	c, err := tlsreload.Load(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		http2 bool
+		want  string
+	}{{true, "h2"}, {false, "http/1.1"}} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl := c.Listener(ln, tc.http2)
+		go func() {
+			if conn, err := tl.Accept(); err == nil {
+				conn.(*tls.Conn).Handshake()
+				conn.Close()
+			}
+		}()
+		conn, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := conn.ConnectionState().NegotiatedProtocol; got != tc.want {
+			t.Errorf("http2 %v: negotiated %q, want %q", tc.http2, got, tc.want)
+		}
+		conn.Close()
+		tl.Close()
 	}
 }
