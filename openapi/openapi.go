@@ -1,13 +1,17 @@
 // Package openapi holds the OpenAPI 3.1 description of the listing API as
-// listingproxy implements it (openapi.json, written by hand next to this
-// file), embedded in the binary and served at GET /openapi.json.
+// listingproxy implements it (openapi.json), embedded in the binary and
+// served at GET /openapi.json.
 //
-// openapi_test.go holds it to the code: every query key normalize accepts
-// and no other, the routes (in proxy), and a schema for every golden JSON
-// body. CI (.ci/run) validates it with @redocly/cli, validates the golden
-// bodies and the compatibility switches' shapes against its schemas with
-// ajv, and compiles and runs a TypeScript client generated from it
-// (ts-check/).
+// openapi.json is built by document_test.go (go test ./openapi -run
+// TestDocument -update): its schemas and texts are written there, the query
+// parameters come from normalize.QueryKeys and the examples from the golden
+// bodies of testdata/golden, so TestDocument fails when either changes and
+// the file has not followed. The tests also hold it to the code: each
+// parameter single- or multi-valued as normalize parses it, the routes (in
+// proxy), a schema for every golden JSON body. CI (.ci/run) validates it
+// with @redocly/cli, validates the golden bodies and the compatibility
+// switches' shapes against its schemas with ajv, and compiles and runs a
+// TypeScript client generated from it (ts-check/).
 package openapi
 
 import (

@@ -2,6 +2,7 @@ package openapi_test
 
 import (
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -233,4 +234,80 @@ func canonical(t *testing.T, b []byte) string {
 		t.Fatal(err)
 	}
 	return string(out)
+}
+
+// TestMultiValuedAsNormalize: a query parameter the document types as an
+// array takes several values in normalize, and one it types as a single
+// value is an error on its field when given two different ones. The values
+// tried are taken from each parameter's schema (its enum, its type).
+func TestMultiValuedAsNormalize(t *testing.T) {
+	var d struct {
+		Components struct {
+			Parameters map[string]struct {
+				Name, In string
+				Schema   struct {
+					Type  string
+					Enum  []string
+					Items *struct {
+						Type string
+						Enum []string
+					}
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(openapi.Document, &d); err != nil {
+		t.Fatal(err)
+	}
+	// two returns two different valid values of a schema's type.
+	two := func(typ string, enum []string, name string) (string, string, bool) {
+		switch {
+		case len(enum) >= 2:
+			return enum[0], enum[1], true
+		case len(enum) == 1:
+			return "", "", false // featured: one possible value
+		case strings.HasPrefix(name, "approved_"):
+			return "20240101", "20240102", true
+		case typ == "integer", typ == "number", strings.HasPrefix(name, "price_"):
+			return "1", "2", true
+		}
+		return "a", "b", true
+	}
+	checked := 0
+	for key, p := range d.Components.Parameters {
+		list, ok := strings.CutPrefix(key, "q-")
+		if !ok || strings.HasSuffix(p.Name, "[]") {
+			continue
+		}
+		parse, field := normalize.ParseProperties, p.Name
+		if strings.HasPrefix(list, "agents-") {
+			parse = normalize.ParseAgents
+		}
+		multi := p.Schema.Type == "array"
+		typ, enum := p.Schema.Type, p.Schema.Enum
+		if multi {
+			typ, enum = p.Schema.Items.Type, p.Schema.Items.Enum
+		}
+		a, b, ok := two(typ, enum, p.Name)
+		if !ok {
+			continue
+		}
+		q := url.Values{p.Name: {a, b}}
+		if strings.HasPrefix(p.Name, "geo[") { // the three come together
+			for _, k := range []string{"geo[lat]", "geo[long]", "geo[rad]"} {
+				if k != p.Name {
+					q.Set(k, "1")
+				}
+			}
+		}
+		_, errs := parse(q, normalize.Options{})
+		failed := slices.ContainsFunc(errs, func(e normalize.FieldError) bool { return e.Field == field })
+		if failed == multi {
+			t.Errorf("%s: documented multi-valued %v, but normalize with %[3]s=%[4]s&%[3]s=%[5]s: %[6]v", key, multi, p.Name, a, b, errs)
+		}
+		checked++
+	}
+	if checked < 25 {
+		t.Fatalf("only %d parameters checked", checked)
+	}
 }

@@ -68,7 +68,7 @@ async function main(): Promise<void> {
   }
 
   const agents = createClient<paths>({ baseUrl: "https://listings.example", fetch: standIn(agentFile, asked) });
-  const al = await agents.GET("/{country}/agents.json", { params: { path: { country: "nz" }, query: { name: "smith", order: ["name"] } } });
+  const al = await agents.GET("/{country}/agents.json", { params: { path: { country: "nz" }, query: { name: "smith", order: "name" } } });
   if (al.error !== undefined || al.data === undefined) throw new Error(`agents: HTTP ${al.response.status}`);
   const ab = al.data;
   lines.push(...("errors" in ab ? describeErrors(ab.errors.error) : asArray(ab.agents.agent).map(describeAgent)));
