@@ -51,6 +51,9 @@ func listEndpoint[T any](s *Server, res normalize.Resource, name string,
 			return "", err
 		}
 		k := s.cacheKey(&r, name, c.Key())
+		if r.warmKey != nil {
+			*r.warmKey = k
+		}
 		if outcome, ok := s.answerFresh(w, &r, k); ok {
 			return outcome, nil
 		}
@@ -107,6 +110,7 @@ func fillList[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, c
 		}
 		return render(func(dst []byte) []byte { return appendList(dst, f, items, o) }), false, time.Time{}, listTags(items), nil
 	})
+	s.noteHot(&r, k, err)
 	return r.cache, err
 }
 
@@ -124,6 +128,9 @@ func singleEndpoint[T any](s *Server, name, label string,
 		}
 		sid := strconv.FormatInt(id, 10)
 		k := s.cacheKey(&r, name, sid)
+		if r.warmKey != nil {
+			*r.warmKey = k
+		}
 		if outcome, ok := s.answerFresh(w, &r, k); ok {
 			return outcome, nil
 		}
@@ -166,6 +173,7 @@ func fillOne[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, id
 		}
 		return render(func(dst []byte) []byte { return appendOne(dst, f, &item, o) }), false, time.Time{}, tags([]cache.Tag{idTag(id)}, &item), nil
 	})
+	s.noteHot(&r, k, err)
 	return r.cache, err
 }
 

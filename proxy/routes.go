@@ -56,7 +56,13 @@ func (s *Server) routes() {
 			s.lists[rest] = directRoute{pattern, h}
 		}
 	}
+	s.warmRoutes = map[string]warmRoute{
+		"GET /{country}/properties/{file}": {h: getProperty, single: true},
+		"GET /{country}/agents/{file}":     {h: getAgent, single: true},
+	}
 	for _, ext := range []string{"xml", "json"} {
+		s.warmRoutes["GET /{country}/properties."+ext] = warmRoute{h: listProperties, format: formatOf(ext)}
+		s.warmRoutes["GET /{country}/agents."+ext] = warmRoute{h: listAgents, format: formatOf(ext)}
 		get("GET /{country}/properties."+ext, s.api(formatOf(ext), listProperties))
 		get("GET /{country}/agents."+ext, s.api(formatOf(ext), listAgents))
 		s.mux.Handle("/{country}/properties."+ext, s.methodNotAllowed())

@@ -119,6 +119,10 @@ type Options struct {
 	// authenticate by their signature, not by the API's credentials.
 	// Nil: that path is a 404 like any unknown one.
 	Webhooks http.Handler
+	// HotKeys is how many of the requests that fill the cache most often
+	// are recorded for a warm-up (HotTargets, WarmUp). Default
+	// DefaultHotKeys; negative: none recorded.
+	HotKeys int
 }
 
 // RequestInfo is what the proxy reports about an answered API request, for
@@ -162,22 +166,25 @@ func (s *Server) CappedLists() int64 { return s.capped.Load() }
 
 // Server is the listing API as an http.Handler.
 type Server struct {
-	tenants   map[string]*Tenant
-	countries map[string]*time.Location
-	norm      normalize.Options
-	cache     *cache.Store
-	now       func() time.Time
-	log       *slog.Logger
-	mux       *http.ServeMux
-	lists     map[string]directRoute // GET routes by last segment, for route
-	singles   map[string]directRoute // GET /{country}/{resource}/{file} routes by resource, for route
-	memo      *criteriaMemo
-	scopes    map[scopeKey]string // cache-key scopes, by permissions, country and format
-	tracer    trace.Tracer        // nil: no spans
-	observe   func(http.ResponseWriter, RequestInfo)
-	date      atomic.Pointer[dateHeader] // the last Date value sent
-	guard     *authGuard                 // bcrypt pool and failure buckets, kept across reloads
-	capped    atomic.Int64               // lists cut at max_results (see CappedLists)
+	tenants    map[string]*Tenant
+	countries  map[string]*time.Location
+	norm       normalize.Options
+	cache      *cache.Store
+	now        func() time.Time
+	log        *slog.Logger
+	mux        *http.ServeMux
+	lists      map[string]directRoute // GET routes by last segment, for route
+	singles    map[string]directRoute // GET /{country}/{resource}/{file} routes by resource, for route
+	memo       *criteriaMemo
+	scopes     map[scopeKey]string // cache-key scopes, by permissions, country and format
+	tracer     trace.Tracer        // nil: no spans
+	observe    func(http.ResponseWriter, RequestInfo)
+	date       atomic.Pointer[dateHeader] // the last Date value sent
+	guard      *authGuard                 // bcrypt pool and failure buckets, kept across reloads
+	capped     atomic.Int64               // lists cut at max_results (see CappedLists)
+	hot        *hotKeys                   // the requests that fill the cache most often; nil: not recorded
+	warmSt     [3]atomic.Uint64           // warm-up's done, failed and skipped targets (WarmStats)
+	warmRoutes map[string]warmRoute       // the API's handlers by pattern, for WarmUp
 
 	// getPatterns are the GET routes' patterns, in the order registered
 	// (the test of the OpenAPI description compares them with its paths).
@@ -218,6 +225,9 @@ func New(users []User, tenants []Tenant, o Options) (*Server, error) {
 		log:       o.Logger,
 		observe:   o.Observe,
 		memo:      newCriteriaMemo(),
+	}
+	if o.HotKeys >= 0 && o.Cache != nil {
+		s.hot = newHotKeys(cmp.Or(o.HotKeys, DefaultHotKeys))
 	}
 	if o.TracerProvider != nil {
 		s.tracer = o.TracerProvider.Tracer("listingproxy/proxy")
@@ -358,6 +368,9 @@ type request struct {
 	loc     *time.Location
 	format  wire.Format
 	cache   string // the cache outcome, once the cache was consulted
+	// warmKey, set by the warm-up alone (Server.WarmUp), receives the
+	// request's cache key; nil for every client request.
+	warmKey *cache.Key
 }
 
 // apiHandler is an API endpoint: it returns the cache outcome ("" when the
