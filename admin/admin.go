@@ -299,10 +299,3 @@ func (o Options) purgeRequest(raw string) (purgeRequest, error) {
 	}
 	return req, nil
 }
-
-func orAll(s string) string {
-	if s == "" {
-		return "all"
-	}
-	return s
-}

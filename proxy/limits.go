@@ -186,12 +186,6 @@ func (t *bucketTable[K]) evict(now time.Time) {
 	}
 }
 
-func (t *bucketTable[K]) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.m)
-}
-
 // untilToken returns how long until l holds a whole token (0 if it does).
 func untilToken(l *rate.Limiter, now time.Time) time.Duration {
 	tokens := l.TokensAt(now)

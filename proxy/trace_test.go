@@ -70,7 +70,7 @@ func tree(spans tracetest.SpanStubs, attr attribute.Key) string {
 		b.WriteString(strings.Repeat("  ", depth) + s.Name)
 		for _, a := range s.Attributes {
 			if a.Key == attr {
-				b.WriteString(" [" + a.Value.Emit() + "]")
+				b.WriteString(" [" + a.Value.String() + "]")
 			}
 		}
 		b.WriteString("\n")
@@ -137,7 +137,7 @@ func checkNoSecrets(t *testing.T, spans tracetest.SpanStubs) {
 	t.Helper()
 	for _, s := range spans {
 		for _, a := range s.Attributes {
-			v := a.Value.Emit()
+			v := a.Value.String()
 			for _, secret := range []string{password, basic("harbour"), strings.TrimPrefix(basic("harbour"), "Basic "), "Manly", "status="} {
 				if strings.Contains(v, secret) {
 					t.Errorf("span %s attribute %s = %q carries %q", s.Name, a.Key, v, secret)

@@ -210,9 +210,7 @@ func jsonID(dst []byte, key string, id int64, lv level) []byte {
 // isWholeNumber reports whether s is a whole decimal number that JSON can
 // carry as written: digits, an optional leading minus, no leading zero.
 func isWholeNumber(s string) bool {
-	if strings.HasPrefix(s, "-") {
-		s = s[1:]
-	}
+	s = strings.TrimPrefix(s, "-")
 	if s == "" || len(s) > 1 && s[0] == '0' {
 		return false
 	}

@@ -36,22 +36,21 @@ func TestBounds(t *testing.T) {
 	fl := &fakeListener{queue: make(chan *fakeConn, 64)}
 	l := Listen(fl, Options{PerAddress: 3, NewPerSecond: 2, NewBurst: 4, Now: clk.Now,
 		Exempt: func(a netip.Addr) bool { return a == netip.MustParseAddr("10.0.0.9") }})
+	// accept queues a connection from addr and, behind it, one from a
+	// fresh address (Accept skips refused connections, so it always
+	// returns); it reports addr's connection if accepted, else the
+	// refused one.
 	accept := func(addr string) (got net.Conn, refused []*fakeConn) {
 		t.Helper()
-		for {
-			c := &fakeConn{addr: addr}
-			fl.queue <- c
-			// Accept skips refused connections: queue one from a fresh
-			// address behind each so that Accept returns.
-			marker := &fakeConn{addr: "203.0.113.200:1"}
-			fl.queue <- marker
-			a, _ := l.Accept()
-			if a.RemoteAddr().String() == addr {
-				<-fl.queue // the marker stays queued: take it back
-				return a, refused
-			}
-			return nil, append(refused, c)
+		c := &fakeConn{addr: addr}
+		fl.queue <- c
+		fl.queue <- &fakeConn{addr: "203.0.113.200:1"}
+		a, _ := l.Accept()
+		if a.RemoteAddr().String() == addr {
+			<-fl.queue // the marker stays queued: take it back
+			return a, nil
 		}
+		return nil, []*fakeConn{c}
 	}
 	var open []net.Conn
 	for i := range 3 {

@@ -9,8 +9,6 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"golang.org/x/net/http2"
-
 	"listingproxy/internal/connlimit"
 )
 
@@ -22,8 +20,7 @@ func TestHTTP2Connections(t *testing.T) {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, r.Proto)
 	}))
-	var l *connlimit.Listener
-	l = connlimit.Listen(srv.Listener, connlimit.Options{PerAddress: 2, NewPerSecond: -1, BoundLoopback: true})
+	l := connlimit.Listen(srv.Listener, connlimit.Options{PerAddress: 2, NewPerSecond: -1, BoundLoopback: true})
 	srv.Listener = l
 	closed := make(chan struct{}, 16)
 	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
@@ -37,18 +34,20 @@ func TestHTTP2Connections(t *testing.T) {
 	defer srv.Close()
 
 	type client struct {
-		tr   *http2.Transport
+		tr   *http.Transport
 		conn net.Conn
 	}
+	// Each client is net/http's HTTP/2 transport (HTTP/2 only) on one
+	// connection of its own.
 	dial := func() (*client, error) {
 		c := &client{}
-		c.tr = &http2.Transport{DialTLSContext: func(ctx context.Context, network, addr string, cfg *tls.Config) (net.Conn, error) {
-			cfg = cfg.Clone()
-			cfg.InsecureSkipVerify = true
-			conn, err := (&tls.Dialer{Config: cfg}).DialContext(ctx, network, addr)
+		c.tr = &http.Transport{DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := (&tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}}}).DialContext(ctx, network, addr)
 			c.conn = conn
 			return conn, err
 		}}
+		c.tr.Protocols = new(http.Protocols)
+		c.tr.Protocols.SetHTTP2(true)
 		resp, err := (&http.Client{Transport: c.tr}).Get(srv.URL)
 		if err != nil {
 			return c, err

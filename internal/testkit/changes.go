@@ -34,11 +34,12 @@ func (c *Changes) Live(err error) {
 	}
 }
 
-// State returns the last Live error and how many Live(nil) were reported.
-func (c *Changes) State() (last error, ups int) {
+// State returns how many Live(nil) were reported and the last Live
+// error.
+func (c *Changes) State() (ups int, last error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.live, c.ups
+	return c.ups, c.live
 }
 
 // Next returns the next change, its ids sorted, failing t if none comes

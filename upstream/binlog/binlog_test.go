@@ -153,7 +153,7 @@ func testRowChanges(t *testing.T, root string) {
 	expect("after the stream was killed", upstream.Change{Tenant: upstream.AllTenants, Gap: true})
 	exec("UPDATE properties SET price_text = 'Sold' WHERE id = ?", harbour)
 	expect("after reconnecting", upstream.Change{Tenant: "harbour", Resource: "properties", Table: "properties", Op: "UPDATE", Properties: []int64{harbour}})
-	if last, _ := sink.State(); last != nil {
+	if _, last := sink.State(); last != nil {
 		t.Errorf("the feed reports %v after reconnecting, want live", last)
 	}
 }

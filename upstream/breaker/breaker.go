@@ -415,8 +415,8 @@ func (gen *generation) tenant(t string) *cell {
 
 // outcome markers passed to gobreaker's done: nil is a success.
 var (
-	markFailure  = errors.New("failure")
-	markExcluded = errors.New("excluded")
+	errMarkFailure  = errors.New("failure")
+	errMarkExcluded = errors.New("excluded")
 )
 
 func (gen *generation) newCell(tenant string, h *history) *cell {
@@ -439,7 +439,7 @@ func (gen *generation) newCell(tenant string, h *history) *cell {
 			return s.FailureRatio > 0 && counted >= s.MinRequests && float64(n.TotalFailures) >= s.FailureRatio*float64(counted)
 		},
 		IsSuccessful: func(err error) bool { return err == nil },
-		IsExcluded:   func(err error) bool { return err == markExcluded },
+		IsExcluded:   func(err error) bool { return err == errMarkExcluded },
 		OnStateChange: func(_ string, from, to gobreaker.State) {
 			if to == gobreaker.StateOpen {
 				c.openedAt.Store(r.now().UnixNano())
@@ -523,7 +523,7 @@ func (g *guard) guarded(ctx context.Context, call upstream.Call, next func(conte
 	}
 	doneT, err := tc.cb.Allow()
 	if err != nil {
-		doneB(markExcluded)
+		doneB(errMarkExcluded)
 		return reject(span, tc.refused(g.name, err, g.r.now(), gen.settings))
 	}
 	// A wait for a slot, and a wait that ends without one, are not the
@@ -531,8 +531,8 @@ func (g *guard) guarded(ctx context.Context, call upstream.Call, next func(conte
 	var started time.Time
 	if g.lim != nil {
 		if started, err = g.lim.acquire(ctx, tc.tenant, gen.settings, g.r.now); err != nil {
-			doneT(markExcluded)
-			doneB(markExcluded)
+			doneT(errMarkExcluded)
+			doneB(errMarkExcluded)
 			if span != nil {
 				span.SetAttributes(attrDecision.String("busy"))
 			}
@@ -547,8 +547,8 @@ func (g *guard) guarded(ctx context.Context, call upstream.Call, next func(conte
 	}
 	if err := ctx.Err(); err != nil { // the caller is gone: nothing to learn
 		release(time.Time{})
-		doneT(markExcluded)
-		doneB(markExcluded)
+		doneT(errMarkExcluded)
+		doneB(errMarkExcluded)
 		return err
 	}
 	if span != nil {
@@ -558,8 +558,8 @@ func (g *guard) guarded(ctx context.Context, call upstream.Call, next func(conte
 	defer func() {
 		if !finished { // next panicked: a failure for both; the panic goes on
 			release(time.Time{})
-			doneT(markFailure)
-			doneB(gen.backendOutcome(tc.tenant, markFailure, g.r.now()))
+			doneT(errMarkFailure)
+			doneB(gen.backendOutcome(tc.tenant, errMarkFailure, g.r.now()))
 		}
 	}()
 	err = next(ctx)
@@ -569,7 +569,7 @@ func (g *guard) guarded(ctx context.Context, call upstream.Call, next func(conte
 	switch mark {
 	case nil:
 		sampled = answerSample
-	case markFailure:
+	case errMarkFailure:
 		sampled = failureSample
 	}
 	release(now)
@@ -578,7 +578,7 @@ func (g *guard) guarded(ctx context.Context, call upstream.Call, next func(conte
 	bmark := gen.backendOutcome(tc.tenant, failureKind(mark, err), now)
 	gen.backend.hist.record(bmark, err, now)
 	doneB(bmark)
-	if span != nil && mark == markFailure {
+	if span != nil && mark == errMarkFailure {
 		span.SetStatus(codes.Error, "backend failure")
 	}
 	return err
@@ -593,26 +593,26 @@ func reject(span trace.Span, e *OpenError) error {
 }
 
 // outcome classifies a call's error for its tenant's breaker: nil
-// (success), markExcluded or markFailure.
+// (success), errMarkExcluded or errMarkFailure.
 func outcome(ctx context.Context, err error) error {
 	switch {
 	case err == nil, upstream.IsAnswer(err):
 		return nil
 	case errors.Is(err, context.Canceled), errors.Is(ctx.Err(), context.Canceled),
 		errors.Is(err, upstream.ErrBusy): // a local bound inside the backend was full
-		return markExcluded
+		return errMarkExcluded
 	case errors.Is(err, upstream.ErrInternal): // listingproxy's bug: the backend answered
-		return markExcluded
+		return errMarkExcluded
 	}
-	return markFailure
+	return errMarkFailure
 }
 
-// markConnection is a failure that is the backend's whatever the tenant.
-var markConnection = errors.New("connection failure")
+// errMarkConnection is a failure that is the backend's whatever the tenant.
+var errMarkConnection = errors.New("connection failure")
 
 func failureKind(mark, err error) error {
-	if mark == markFailure && connectionLevel(err) {
-		return markConnection
+	if mark == errMarkFailure && connectionLevel(err) {
+		return errMarkConnection
 	}
 	return mark
 }
@@ -643,10 +643,10 @@ func (gen *generation) backendOutcome(tenant string, mark error, now time.Time) 
 		clear(gen.failing)
 		gen.mu.Unlock()
 		return nil
-	case markExcluded:
-		return markExcluded
-	case markConnection:
-		return markFailure
+	case errMarkExcluded:
+		return errMarkExcluded
+	case errMarkConnection:
+		return errMarkFailure
 	}
 	gen.mu.Lock()
 	defer gen.mu.Unlock()
@@ -660,16 +660,16 @@ func (gen *generation) backendOutcome(tenant string, mark error, now time.Time) 
 		}
 	}
 	if others > 0 {
-		return markFailure
+		return errMarkFailure
 	}
-	return markExcluded
+	return errMarkExcluded
 }
 
 func (h *history) record(mark, err error, now time.Time) {
 	switch mark {
 	case nil:
 		h.lastSuccess.Store(now.UnixNano())
-	case markFailure, markConnection:
+	case errMarkFailure, errMarkConnection:
 		msg := err.Error()
 		if len(msg) > 256 {
 			msg = strings.ToValidUTF8(msg[:256], "")

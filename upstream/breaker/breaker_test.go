@@ -29,8 +29,8 @@ func newClock() *testkit.Clock {
 	return testkit.NewClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 }
 
-// timeout is what a SQL store returns when its query timeout ends a query.
-var timeout = fmt.Errorf("sqlstore: list properties: %w", context.DeadlineExceeded)
+// errTimeout is what a SQL store returns when its query timeout ends a query.
+var errTimeout = fmt.Errorf("sqlstore: list properties: %w", context.DeadlineExceeded)
 
 // refused is a real connection-refused error: a dial to a listener that
 // was just closed.
@@ -81,7 +81,7 @@ func TestTenantTimeoutsOpenOnlyItsBreaker(t *testing.T) {
 			clk := newClock()
 			fb := newFake(func(_ context.Context, tenant string) error {
 				if tenant == "slow" {
-					return timeout
+					return errTimeout
 				}
 				return nil
 			})
@@ -169,7 +169,7 @@ func TestBackendDownOpensEveryTenant(t *testing.T) {
 		{"connection refused, one tenant calling", conn, []string{"a"}, breaker.DefaultConsecutiveFailures},
 		// A timeout could be the tenant's own query: it counts once a
 		// second tenant fails too.
-		{"timeouts from two tenants", timeout, []string{"a", "b"}, breaker.DefaultConsecutiveFailures + 1},
+		{"timeouts from two tenants", errTimeout, []string{"a", "b"}, breaker.DefaultConsecutiveFailures + 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fb := newFake(func(context.Context, string) error { return tc.err })
@@ -414,8 +414,8 @@ func TestOutcomes(t *testing.T) {
 		{"not found is an answer", context.Background(), func(context.Context) error { return fmt.Errorf("get 7: %w", upstream.ErrNotFound) }, false},
 		{"criteria rejected is an answer", context.Background(), func(context.Context) error { return &upstream.CriteriaError{} }, false},
 		{"context.Canceled", context.Background(), func(context.Context) error { return fmt.Errorf("query: %w", context.Canceled) }, false},
-		{"caller already gone", cancelled, func(context.Context) error { return timeout }, false},
-		{"deadline", context.Background(), func(context.Context) error { return timeout }, true},
+		{"caller already gone", cancelled, func(context.Context) error { return errTimeout }, false},
+		{"deadline", context.Background(), func(context.Context) error { return errTimeout }, true},
 		{"other error", context.Background(), func(context.Context) error { return errors.New("syntax error") }, true},
 		{"listingproxy's own bug", context.Background(), func(context.Context) error { return fmt.Errorf("%w: panic", upstream.ErrInternal) }, false},
 	} {
@@ -480,7 +480,7 @@ func TestFailureRatio(t *testing.T) {
 	fail := false
 	fb := newFake(func(context.Context, string) error {
 		if fail {
-			return timeout
+			return errTimeout
 		}
 		return nil
 	})
@@ -564,7 +564,7 @@ func TestHalfOpen(t *testing.T) {
 // open); changed settings replace them, closed, with the new thresholds,
 // and keep the history.
 func TestReload(t *testing.T) {
-	fb := newFake(func(context.Context, string) error { return timeout })
+	fb := newFake(func(context.Context, string) error { return errTimeout })
 	r := breaker.NewRegistry(breaker.Options{Settings: breaker.Settings{ConsecutiveFailures: 1}})
 	b := r.Wrap(fb, breaker.Backend{Name: "sql"})
 	list(b, "t")
@@ -588,7 +588,7 @@ func TestReload(t *testing.T) {
 	if got := states(r)["sql/t"]; got != "open" {
 		t.Errorf("2 failures with ConsecutiveFailures 2: %s, want open", got)
 	}
-	if s := r.States()[1]; s.LastError != timeout.Error() || s.LastFailure.IsZero() {
+	if s := r.States()[1]; s.LastError != errTimeout.Error() || s.LastFailure.IsZero() {
 		t.Errorf("history after reload: %+v, want the last error kept", s)
 	}
 }

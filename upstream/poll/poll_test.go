@@ -150,7 +150,7 @@ func TestPollerReportsWhatChanged(t *testing.T) {
 	if got := sink.Pending(); len(got) != 0 {
 		t.Errorf("unchanged lists reported %+v", got)
 	}
-	if last, _ := sink.State(); last != nil {
+	if _, last := sink.State(); last != nil {
 		t.Errorf("Live = %v after good polls, want nil", last)
 	}
 }
@@ -170,7 +170,7 @@ func TestPollerSurvivesFailures(t *testing.T) {
 	l.mu.Unlock()
 	l.set("hb/au", p(1, 9))
 	tick()
-	testkit.WaitFor(t, "the failed polls", func() bool { last, _ := sink.State(); return last != nil && calls() == 4 })
+	testkit.WaitFor(t, "the failed polls", func() bool { _, last := sink.State(); return last != nil && calls() == 4 })
 	if got := sink.Pending(); len(got) != 0 {
 		t.Errorf("a failed poll reported %+v", got)
 	}
@@ -182,7 +182,7 @@ func TestPollerSurvivesFailures(t *testing.T) {
 	if diff := cmp.Diff(want, nextOf(t, sink, 1), cmpopts.EquateEmpty()); diff != "" {
 		t.Fatalf("after recovering (-want +got):\n%s", diff)
 	}
-	testkit.WaitFor(t, "the feed to be live again", func() bool { last, _ := sink.State(); return last == nil })
+	testkit.WaitFor(t, "the feed to be live again", func() bool { _, last := sink.State(); return last == nil })
 }
 
 // TestPollerLegacyIgnoringLimit: a legacy that sends its whole list

@@ -144,6 +144,9 @@ func (s *Store) explain(ctx context.Context, sc upstream.Scope, c normalize.Crit
 			name = "geo_candidates"
 			q, err = s.geoCandidatesQuery(tenant, sc.Country, r, s.geoWalkBatch(r), 0)
 		}
+		if err != nil { // this block's err, not the one checked below
+			return "", err
+		}
 	} else {
 		q, err = s.propertyPageQuery(tenant, sc.Country, r)
 	}

@@ -167,7 +167,7 @@ func TestPostgresNotify(t *testing.T) {
 	expect("connect", Change{Tenant: upstream.AllTenants, Gap: true})
 	// The feed reports itself up after the gap: wait for it, do not race it.
 	testkit.WaitFor(t, "the feed to report itself up after connecting", func() bool {
-		last, ups := got.State()
+		ups, last := got.State()
 		return last == nil && ups >= 1
 	})
 

@@ -72,22 +72,6 @@ func inInts(q *query, expr string, vs []int64) string {
 	return in(q, expr, vs)
 }
 
-// inIDs returns a condition that expr is one of ids, which must not be
-// empty. On SQLite the ids are bound as one JSON array read by json_each,
-// so the statement's text is the same for any number of ids (one cached
-// statement, see stmtCache) and no bound value is one SQLite's STAT4
-// statistics look at: SQLite recompiles a prepared statement on every new
-// binding of a parameter compared with an indexed column (the child-table
-// statements of a page were compiled twice per request, docs/performance.md
-// "Misses"), and these lookups by key have one plan whatever the ids.
-// Elsewhere it is an IN list.
-func inIDs(q *query, expr string, ids []int64) string {
-	if _, ok := q.d.(sqliteDialect); !ok {
-		return in(q, expr, ids)
-	}
-	return expr + " IN (SELECT value FROM json_each(" + q.arg(jsonIDs(ids)) + "))"
-}
-
 // jsonIDs is ids as a JSON array.
 func jsonIDs(ids []int64) string {
 	b := make([]byte, 0, 2+len(ids)*8)

@@ -525,10 +525,6 @@ func (s *Store) agentTextIndex(col string) string {
 	return s.currentHints().agentText[col]
 }
 
-func (s *Store) propertiesFrom() string {
-	return s.currentHints().fromProperties
-}
-
 // Close stops the background preparation, if any, and closes the database.
 func (s *Store) Close() error {
 	s.stopPrep()

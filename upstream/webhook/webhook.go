@@ -111,7 +111,6 @@ type Receiver struct {
 	seenMu  sync.Mutex // check-and-add of seen is one step
 	sinkMu  sync.RWMutex
 	sink    upstream.ChangeSink
-	secrets map[string][]byte
 }
 
 // New returns a Receiver for o's tenants.

@@ -47,7 +47,7 @@ func setup(t *testing.T, o webhook.Options) (*testkit.Clock, *testkit.Changes, f
 			t.Errorf("Watch = %v after its context ended, want nil", err)
 		}
 	})
-	testkit.WaitFor(t, "the feed to watch", func() bool { _, ups := sink.State(); return ups > 0 })
+	testkit.WaitFor(t, "the feed to watch", func() bool { ups, _ := sink.State(); return ups > 0 })
 	mux := http.NewServeMux()
 	mux.Handle("POST /webhooks/{tenant}", r)
 	srv := httptest.NewServer(mux)
