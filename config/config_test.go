@@ -522,3 +522,25 @@ users:
 		}
 	}
 }
+
+// TestListenAddresses: an address serve could not listen on is a located
+// problem at check time (check-config says what serve would).
+func TestListenAddresses(t *testing.T) {
+	base := "backends: {db: {kind: sqlite, dsn: x.db}}\ntenants: {a: {backend: db}}\n"
+	for _, c := range []struct{ yaml, want string }{
+		{`listen: "localhost:80800"`, `listen: invalid port "80800" in "localhost:80800" (want 0 to 65535)`},
+		{`listen: "localhost:"`, `listen: invalid port "" in "localhost:" (want 0 to 65535)`},
+		{`listen: "localhost"`, `listen: invalid listen address "localhost"`},
+		{"listen: \"127.0.0.1:9000\"\nadmin_listen: \"127.0.0.1:9000\"", `admin_listen: "127.0.0.1:9000" is also listen`},
+	} {
+		_, err := config.Parse("c.yaml", []byte(c.yaml+"\n"+base), noEnv)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want %q", c.yaml, err, c.want)
+		}
+	}
+	for _, ok := range []string{`listen: ":8080"`, `listen: "[::1]:0"`, `listen: "localhost:http"`, "listen: \"127.0.0.1:0\"\nadmin_listen: \"127.0.0.1:0\""} {
+		if _, err := config.Parse("c.yaml", []byte(ok+"\n"+base), noEnv); err != nil && strings.Contains(err.Error(), "listen") {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}

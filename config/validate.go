@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -128,12 +129,22 @@ func (c *Config) validate() []problem {
 		if allowOff && (addr == "" || addr == "off") {
 			return
 		}
-		if _, _, err := net.SplitHostPort(addr); err != nil {
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
 			add(path, "invalid listen address %q (want host:port or :port)", addr)
+			return
+		}
+		// What net.Listen would refuse: a port that is not a number from
+		// 0 to 65535 (a service name, "http", is allowed: Listen looks it up).
+		if n, err := strconv.Atoi(port); err == nil && (n < 0 || n > 65535) || port == "" {
+			add(path, "invalid port %q in %q (want 0 to 65535)", port, addr)
 		}
 	}
 	checkAddr("listen", c.Listen, false)
 	checkAddr("admin_listen", c.AdminListen, true)
+	if _, port, _ := net.SplitHostPort(c.Listen); c.Listen != "" && c.Listen == c.AdminListen && port != "0" {
+		add("admin_listen", "%q is also listen: the two listeners need different addresses", c.AdminListen)
+	}
 	seen := map[string]bool{}
 	for i, cc := range c.Countries {
 		p := fmt.Sprintf("countries[%d]", i)

@@ -163,7 +163,7 @@ tenants:
   a: {backend: main}
 cache:
   ttl: "${CACHE_TTL}"
-`, held.Addr(), held.Addr(), deadAddr))
+`, held.Addr(), testkit.ClosedAddr(t), deadAddr))
 	bad := write("bad.yaml", `listen: nope
 backends:
   main: {kind: postgres, dsn: "${PG_DSN}"}
