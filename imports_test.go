@@ -41,7 +41,7 @@ var importRules = map[string]importRule{
 	"upstream/crm":    {own: []string{"internal/xmltext", "normalize", "upstream", "wire"}, ext: []string{"golang.org/x/sync/", "golang.org/x/text/", "github.com/beevik/etree"}},
 	"wire":            {own: []string{"normalize", "upstream"}, ext: []string{"github.com/beevik/etree"}, notStd: []string{"encoding/json", "reflect", "database/sql"}},
 	"cache":           {ext: append([]string{"github.com/dgraph-io/ristretto/v2", "github.com/klauspost/compress/", "golang.org/x/sync/"}, otelAPI...)},
-	"cache/redistier": {own: []string{"cache"}, ext: append([]string{"github.com/redis/go-redis/v9", "github.com/sony/gobreaker/v2", "golang.org/x/sync/"}, otelAPI...)},
+	"cache/redistier": {own: []string{"cache"}, ext: append([]string{"github.com/cenkalti/backoff/v5", "github.com/redis/go-redis/v9", "github.com/sony/gobreaker/v2", "golang.org/x/sync/"}, otelAPI...)},
 	"cache/disktier":  {own: []string{"cache"}, ext: []string{"modernc.org/sqlite"}},
 	"openapi":         {}, // the embedded OpenAPI description
 	"proxy": {own: []string{"cache", "clientip", "normalize", "openapi", "upstream", "wire"},

@@ -7,16 +7,17 @@ import (
 )
 
 // TestImports keeps the package to the standard library, cache, go-redis
-// and gobreaker: never proxy, upstream or config.
+// gobreaker and backoff: never proxy, upstream or config.
 func TestImports(t *testing.T) {
 	pkg, err := build.ImportDir(".", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	allowed := map[string]bool{
-		"listingproxy/cache":           true,
-		"github.com/redis/go-redis/v9": true,
-		"github.com/sony/gobreaker/v2": true,
+		"listingproxy/cache":             true,
+		"github.com/redis/go-redis/v9":   true,
+		"github.com/sony/gobreaker/v2":   true,
+		"github.com/cenkalti/backoff/v5": true,
 	}
 	for _, imp := range pkg.Imports {
 		first, _, _ := strings.Cut(imp, "/")
@@ -24,7 +25,7 @@ func TestImports(t *testing.T) {
 			continue // standard library
 		}
 		if !allowed[imp] {
-			t.Errorf("redistier imports %s; allowed: the standard library, cache, go-redis, gobreaker", imp)
+			t.Errorf("redistier imports %s; allowed: the standard library, cache, go-redis, gobreaker, backoff", imp)
 		}
 	}
 }

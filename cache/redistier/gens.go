@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/redis/go-redis/v9"
 
 	"listingproxy/cache"
@@ -251,7 +252,7 @@ func (t *Tier) merge(p cache.Purge, after uint64) {
 // failed purge until Close.
 func (t *Tier) retryPurges(ctx context.Context) {
 	defer close(t.retryDone)
-	backoff := 50 * time.Millisecond
+	bo := newBackoff()
 	for {
 		select {
 		case <-ctx.Done():
@@ -285,11 +286,11 @@ func (t *Tier) retryPurges(ctx context.Context) {
 				t.retryMu.Unlock()
 			}
 			if !failed {
-				backoff = 50 * time.Millisecond
+				bo.Reset()
 				continue
 			}
 			t.log.Debug("redistier: recording pending purges failed; retrying", "pending", t.pending.Load())
-			if !pause(ctx, &backoff) {
+			if !pause(ctx, bo) {
 				return
 			}
 		}
@@ -364,7 +365,7 @@ func (t *Tier) Watch(apply func(cache.Purge)) {
 // with a backoff while Redis is away.
 func (t *Tier) listen(ctx context.Context, ps *redis.PubSub) {
 	defer close(t.done)
-	backoff := 50 * time.Millisecond
+	bo := newBackoff()
 	for {
 		msg, err := ps.Receive(ctx)
 		if ctx.Err() != nil {
@@ -377,12 +378,12 @@ func (t *Tier) listen(ctx context.Context, ps *redis.PubSub) {
 			// next sync has read them.
 			t.synced.Store(false)
 			t.wakeAll()
-			if !pause(ctx, &backoff) {
+			if !pause(ctx, bo) {
 				return
 			}
 			continue
 		}
-		backoff = 50 * time.Millisecond
+		bo.Reset()
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			if m.Kind == "subscribe" && m.Channel == t.purgeCh {
@@ -461,7 +462,7 @@ func (t *Tier) sync(ctx context.Context) {
 			deliver = t.deliverScope
 		}
 		var cursor uint64
-		backoff := 50 * time.Millisecond
+		bo := newBackoff()
 		for {
 			start := time.Now()
 			rctx, cancel := context.WithTimeout(ctx, max(t.timeout, time.Second))
@@ -476,12 +477,12 @@ func (t *Tier) sync(ctx context.Context) {
 			if err != nil {
 				t.errs.Add(1)
 				t.log.Warn("redistier: reading the fleet's purges failed; retrying", "key", key, "err", err)
-				if !pause(ctx, &backoff) {
+				if !pause(ctx, bo) {
 					return
 				}
 				continue
 			}
-			backoff = 50 * time.Millisecond
+			bo.Reset()
 			for i := 0; i+1 < len(kv); i += 2 {
 				deliver(kv[i], kv[i+1])
 			}
@@ -496,14 +497,24 @@ func (t *Tier) sync(ctx context.Context) {
 
 // pause waits *backoff, then doubles it up to a second; false when ctx
 // ended first.
-func pause(ctx context.Context, backoff *time.Duration) bool {
+func pause(ctx context.Context, bo *backoff.ExponentialBackOff) bool {
+	t := time.NewTimer(bo.NextBackOff())
+	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
-	case <-time.After(*backoff):
+	case <-t.C:
 	}
-	*backoff = min(2**backoff, time.Second)
 	return true
+}
+
+// newBackoff is the retry delay of Redis operations: 50ms doubling to 1s,
+// jittered by half (cenkalti/backoff) so that the replicas of a fleet that
+// lost Redis together do not come back in step.
+func newBackoff() *backoff.ExponentialBackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval = 50*time.Millisecond, time.Second
+	return b
 }
 
 // deliverScope delivers the record r of field f of the generations hash.

@@ -69,6 +69,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -343,13 +344,16 @@ func (s *Store) prepare(ctx context.Context) (answered bool, err error) {
 }
 
 // prepareInBackground retries prepare until it succeeds or ctx ends: after
-// a backoff from 100ms doubling to 5s, or as soon as a statement finds the
-// store not ready (but never twice within 100ms).
+// a jittered backoff from 100ms doubling to 5s (cenkalti/backoff), or as
+// soon as a statement finds the store not ready (but never twice within
+// 100ms).
 func (s *Store) prepareInBackground(ctx context.Context) {
 	defer close(s.prepDone)
-	const minBackoff, maxBackoff = 100 * time.Millisecond, 5 * time.Second
-	backoff := minBackoff
+	const minBackoff = 100 * time.Millisecond
+	bo := backoff.NewExponentialBackOff() // jittered: replicas retry out of step
+	bo.InitialInterval, bo.MaxInterval = minBackoff, 5*time.Second
 	for {
+		wait := max(bo.NextBackOff(), minBackoff)
 		select {
 		case <-ctx.Done():
 			return
@@ -358,7 +362,7 @@ func (s *Store) prepareInBackground(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(backoff - minBackoff):
+		case <-time.After(wait - minBackoff):
 		case <-s.kick:
 		}
 		_, err := s.prepare(ctx)
@@ -370,8 +374,7 @@ func (s *Store) prepareInBackground(ctx context.Context) {
 			return
 		}
 		s.setNotReady(err)
-		s.log.Warn("sqlstore: the database is still not ready", "error", err, "retry_in", backoff.String())
-		backoff = min(2*backoff, maxBackoff)
+		s.log.Warn("sqlstore: the database is still not ready", "error", err)
 	}
 }
 

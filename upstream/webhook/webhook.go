@@ -105,12 +105,12 @@ type Options struct {
 
 // Receiver is a backend's webhook endpoint and its change feed.
 type Receiver struct {
-	o       Options
-	limits  map[string]*rate.Limiter // accepted requests, by tenant
-	seen    *lru.Cache[[sha256.Size]byte, struct{}]
-	seenMu  sync.Mutex // check-and-add of seen is one step
-	sinkMu  sync.RWMutex
-	sink    upstream.ChangeSink
+	o      Options
+	limits map[string]*rate.Limiter // accepted requests, by tenant
+	seen   *lru.Cache[[sha256.Size]byte, struct{}]
+	seenMu sync.Mutex // check-and-add of seen is one step
+	sinkMu sync.RWMutex
+	sink   upstream.ChangeSink
 }
 
 // New returns a Receiver for o's tenants.
