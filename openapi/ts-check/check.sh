@@ -9,12 +9,13 @@
 #   3. openapi-typescript generates the types, tsc --strict compiles demo.ts
 #      (an openapi-fetch client), and node runs it on golden and compat
 #      bodies: it reads the lists through the generated client.
-# Needs node >= 20.19 and npm (for @redocly/cli 2). Fails on any error.
+# Needs node >= 18.17 (Debian bookworm's nodejs is 18.20) and npm. Fails on
+# any error.
 set -euo pipefail
 cd "$(dirname "$0")"
 root=$(cd ../.. && pwd)
 
-node -e 'const [a,b]=process.versions.node.split(".").map(Number); if (a < 20 || (a === 20 && b < 19)) { console.error("node " + process.versions.node + " is too old: @redocly/cli needs >= 20.19"); process.exit(1) }'
+node -e 'const [a,b]=process.versions.node.split(".").map(Number); if (a < 18 || (a === 18 && b < 17)) { console.error("node " + process.versions.node + " is too old: @redocly/cli 1.34 needs >= 18.17"); process.exit(1) }'
 echo "node $(node --version), npm $(npm --version)"
 npm ci --no-audit --no-fund --loglevel=error
 echo "redocly $(npx --no-install redocly --version), openapi-typescript $(npx --no-install openapi-typescript --version 2>/dev/null | tail -1), $(npx --no-install tsc --version)"
