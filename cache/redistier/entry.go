@@ -1,133 +1,18 @@
 package redistier
 
-import (
-	"encoding/binary"
-	"errors"
-	"fmt"
-	"hash/crc32"
-	"time"
-
-	"listingproxy/cache"
-)
+import "listingproxy/cache"
 
 // format is the first byte of a stored value; a value of another format
 // (a newer or older release during a rolling deploy) is a miss, never
 // damage. Format 3 added the checksum.
 const format = 3
 
-// castagnoli is CRC-32C's table: the checksum of a stored value.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// encode is an entry's stored form: format, generation, stored-at (Unix
-// nanoseconds), negative flag, then the Key's four fields, content type,
-// ETag, body and gzip form, each length-prefixed, then the tag count and
-// the tags (8 bytes each, little-endian), and last the CRC-32C of all
-// that (4 bytes, little-endian).
-//
-// The checksum covers the whole value rather than the body against its
-// ETag: the gzip form, the tags and the generation decide what is served
-// as much as the body does (a damaged generation or tag list could bring
-// a purged body back), and CRC-32C is one instruction per 8 bytes on
-// amd64 and arm64, so a 45 KB entry costs microseconds on a first-tier
-// miss. It detects every error of up to 32 consecutive bits and any other
-// with probability 1 - 2^-32: this is against damage (a bit flip, a
-// truncated or overwritten value), not against someone who may write to
-// Redis, who could write any entry anyway.
+// encode and decode are the shared second-tier codec (cache.EncodeEntry)
+// at this tier's format.
 func encode(k cache.Key, gen uint64, e *cache.Entry) []byte {
-	fields := [...]string{k.Tenant, k.Resource, k.Scope, k.Variant, e.ContentType, e.ETag}
-	n := 1 + 4 + 4*binary.MaxVarintLen64 + len(e.Body) + len(e.Gzip) + 8*binary.MaxVarintLen64 + 8*len(e.Tags)
-	for _, f := range fields {
-		n += len(f)
-	}
-	b := make([]byte, 0, n)
-	b = append(b, format)
-	b = binary.AppendUvarint(b, gen)
-	b = binary.AppendVarint(b, e.StoredAt.UnixNano())
-	neg := byte(0)
-	if e.Negative {
-		neg = 1
-	}
-	b = append(b, neg)
-	for _, f := range fields {
-		b = binary.AppendUvarint(b, uint64(len(f)))
-		b = append(b, f...)
-	}
-	for _, f := range [...][]byte{e.Body, e.Gzip} {
-		b = binary.AppendUvarint(b, uint64(len(f)))
-		b = append(b, f...)
-	}
-	b = binary.AppendUvarint(b, uint64(len(e.Tags)))
-	for _, t := range e.Tags {
-		b = binary.LittleEndian.AppendUint64(b, uint64(t))
-	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return cache.EncodeEntry(format, k, gen, e)
 }
 
-var errCorrupt = errors.New("redistier: corrupt entry")
-
-// decode returns the entry stored in b if it is k's (nil, 0, nil when it
-// is another key's or of another format), and errCorrupt when b is
-// damaged: its checksum does not match, or its fields do not parse.
 func decode(b []byte, k cache.Key) (*cache.Entry, uint64, error) {
-	if len(b) == 0 || b[0] != format {
-		return nil, 0, nil
-	}
-	if len(b) < 5 {
-		return nil, 0, fmt.Errorf("%w (%d bytes)", errCorrupt, len(b))
-	}
-	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
-	if crc32.Checksum(body, castagnoli) != sum {
-		return nil, 0, fmt.Errorf("%w (checksum)", errCorrupt)
-	}
-	b = body[1:]
-	gen, n := binary.Uvarint(b)
-	if n <= 0 {
-		return nil, 0, errCorrupt
-	}
-	b = b[n:]
-	at, n := binary.Varint(b)
-	if n <= 0 || len(b) < n+1 {
-		return nil, 0, errCorrupt
-	}
-	neg := b[n] == 1
-	b = b[n+1:]
-	next := func() ([]byte, error) {
-		l, n := binary.Uvarint(b)
-		if n <= 0 || uint64(len(b)-n) < l {
-			return nil, errCorrupt
-		}
-		f := b[n : n+int(l)]
-		b = b[n+int(l):]
-		return f, nil
-	}
-	var f [8][]byte
-	for i := range f {
-		v, err := next()
-		if err != nil {
-			return nil, 0, fmt.Errorf("%w (field %d)", err, i)
-		}
-		f[i] = v
-	}
-	if string(f[0]) != k.Tenant || string(f[1]) != k.Resource || string(f[2]) != k.Scope || string(f[3]) != k.Variant {
-		return nil, 0, nil // another key with the same hash
-	}
-	nt, n := binary.Uvarint(b)
-	if n <= 0 || uint64(len(b)-n) != 8*nt {
-		return nil, 0, fmt.Errorf("%w (tags)", errCorrupt)
-	}
-	b = b[n:]
-	e := &cache.Entry{
-		ContentType: string(f[4]), ETag: string(f[5]), Body: f[6],
-		Negative: neg, StoredAt: time.Unix(0, at),
-	}
-	if nt > 0 {
-		e.Tags = make([]cache.Tag, nt)
-		for i := range e.Tags {
-			e.Tags[i] = cache.Tag(binary.LittleEndian.Uint64(b[8*i:]))
-		}
-	}
-	if len(f[7]) > 0 {
-		e.Gzip = f[7]
-	}
-	return e, gen, nil
+	return cache.DecodeEntry(b, format, k)
 }
