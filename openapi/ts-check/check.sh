@@ -4,8 +4,9 @@
 # package-lock.json (npm ci):
 #   1. redocly lint (recommended-strict: any warning fails);
 #   2. ajv: every golden JSON body of testdata/golden against its schemas
-#      (goldens.json), and the bodies TestOpenAPISamples (proxy) writes
-#      under each compatibility switch against theirs;
+#      (goldens.json), the bodies TestOpenAPISamples (proxy) writes under
+#      each compatibility switch, and wire's golden bodies (the CRM
+#      pass-through ones too, with unknown elements) against theirs;
 #   3. openapi-typescript generates the types, tsc --strict compiles demo.ts
 #      (an openapi-fetch client), and node runs it on golden and compat
 #      bodies: it reads the lists through the generated client.
@@ -27,7 +28,7 @@ echo "-- schemas against golden and compatibility-switch bodies (ajv)"
 samples=$(mktemp -d)
 trap 'rm -rf "$samples"' EXIT
 (cd "$root" && LISTINGPROXY_OPENAPI_SAMPLES="$samples" go test -count=1 -run '^TestOpenAPISamples$' ./proxy)
-node validate.mjs "$root/testdata/golden" "$samples"
+node validate.mjs "$root/testdata/golden" "$samples" "$root/wire/testdata" "$root/wire/testdata/legacy"
 
 echo "-- TypeScript client: generate, compile (--strict), read demo lists"
 rm -rf generated
