@@ -43,6 +43,9 @@ type Options struct {
 	// Draining reports the drain before shutdown: /readyz answers 503
 	// while it is true. Nil: never draining.
 	Draining func() bool
+	// Warming reports the warm-up after a start (within its bound):
+	// /readyz answers 503 "warming" while it is true. Nil: never.
+	Warming func() bool
 	// Purger purges cached bodies (a *cache.Store). Nil: the cache is
 	// disabled, and a purge answers 409.
 	Purger Purger
@@ -116,6 +119,10 @@ func New(o Options) http.Handler {
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if o.Draining != nil && o.Draining() {
 			http.Error(w, "draining: shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		if o.Warming != nil && o.Warming() {
+			http.Error(w, "warming: fetching the hottest keys again", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ready")

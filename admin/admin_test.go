@@ -81,23 +81,27 @@ func serve(t *testing.T, o admin.Options) func(method, path string, auth bool) (
 
 func TestHealthAndReadiness(t *testing.T) {
 	t.Parallel()
-	var draining atomic.Bool
-	do := serve(t, admin.Options{Draining: draining.Load})
+	var draining, warming atomic.Bool
+	do := serve(t, admin.Options{Draining: draining.Load, Warming: warming.Load})
 	for _, tc := range []struct {
-		path     string
-		draining bool
-		status   int
-		body     string
+		path              string
+		draining, warming bool
+		status            int
+		body              string
 	}{
-		{"/healthz", false, 200, "ok"},
-		{"/readyz", false, 200, "ready"},
-		{"/healthz", true, 200, "ok"},
-		{"/readyz", true, 503, "draining: shutting down"},
-		{"/metrics", false, 404, "404 page not found"}, // no Metrics handler
+		{"/healthz", false, false, 200, "ok"},
+		{"/readyz", false, false, 200, "ready"},
+		{"/healthz", true, false, 200, "ok"},
+		{"/readyz", true, false, 503, "draining: shutting down"},
+		{"/healthz", false, true, 200, "ok"},
+		{"/readyz", false, true, 503, "warming: fetching the hottest keys again"},
+		{"/readyz", true, true, 503, "draining: shutting down"},
+		{"/metrics", false, false, 404, "404 page not found"}, // no Metrics handler
 	} {
 		draining.Store(tc.draining)
+		warming.Store(tc.warming)
 		if status, body := do("GET", tc.path, false); status != tc.status || body != tc.body {
-			t.Errorf("GET %s (draining %v) = %d %q, want %d %q", tc.path, tc.draining, status, body, tc.status, tc.body)
+			t.Errorf("GET %s (draining %v, warming %v) = %d %q, want %d %q", tc.path, tc.draining, tc.warming, status, body, tc.status, tc.body)
 		}
 	}
 }

@@ -328,6 +328,24 @@ type Cache struct {
 	// without cache.shared), so a restarted process serves its warm keys
 	// at once. Not with Shared: one second tier or the other.
 	Disk *DiskCache `yaml:"disk"`
+	// Warm, when present, records the hottest requests and fetches them
+	// again after a start and a hard purge (proxy.Server.WarmUp).
+	Warm *WarmCache `yaml:"warm"`
+}
+
+// WarmCache configures the warm-up. A zero knob takes the default of
+// proxy (proxy.DefaultHotKeys) or, for ReadyTimeout, none (/readyz does
+// not wait).
+type WarmCache struct {
+	// File keeps the hottest requests across restarts (written
+	// periodically and at shutdown, read at start); "": kept in memory
+	// only (a hard purge still refills them).
+	File string `yaml:"file"`
+	// Keys is how many requests are recorded and replayed.
+	Keys int `yaml:"keys"`
+	// ReadyTimeout is how long /readyz answers 503 "warming" after a
+	// start while the warm-up runs; 0: it does not wait.
+	ReadyTimeout Duration `yaml:"ready_timeout"`
 }
 
 // DiskCache configures the disk tier (package cache/disktier). A zero knob

@@ -133,6 +133,11 @@ func TestDecodeProblems(t *testing.T) {
 			`c.yaml:4: cache.disk.path: "/tmp" is a directory; want a file in it (e.g. /tmp/cache.db)`}},
 		{"disk tier with a shared tier", "cache:\n  shared: {addrs: [\"r:6379\"]}\n  disk: {path: /tmp/c.db}\n", []string{
 			`c.yaml:5: cache.disk: cannot be used with cache.shared: a fleet's replicas start warm from Redis, and one second tier is consulted per miss (remove one of them)`}},
+		{"warm-up bad values", "cache:\n  warm:\n    file: /nonexistent-dir/warm.json\n    keys: -1\n    ready_timeout: 5s\n", []string{
+			`c.yaml:5: cache.warm.file: "/nonexistent-dir/warm.json": its directory "/nonexistent-dir" does not exist`,
+			`c.yaml:6: cache.warm.keys: must not be negative (0: the default)`}},
+		{"warm-up file a directory", "cache:\n  warm: {file: /tmp}\n", []string{
+			`c.yaml:4: cache.warm.file: "/tmp" is a directory; want a file in it (e.g. /tmp/warm.json)`}},
 		{"shared tier bad values", "cache:\n  shared:\n    addrs: [redis, \"r1:6379\"]\n    db: 2\n    lease: 1h30\n    max_entry_bytes: huge\n    tls: {cert_file: c.pem}\n", []string{
 			`c.yaml:5: cache.shared.addrs[0]: invalid address "redis" (want host:port)`,
 			`c.yaml:6: cache.shared.db: a Redis Cluster has only database 0`,

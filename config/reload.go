@@ -25,6 +25,7 @@ func NeedsRestart(cur, next *Config) []string {
 	check("cache.disabled", cur.Cache.Disabled, next.Cache.Disabled)
 	check("cache.shared", cur.Cache.Shared, next.Cache.Shared)
 	check("cache.disk", cur.Cache.Disk, next.Cache.Disk)
+	check("cache.warm", cur.Cache.Warm, next.Cache.Warm)
 	check("server", cur.Server, next.Server)
 	check("auth", cur.Auth, next.Auth)
 	check("telemetry", cur.Telemetry, next.Telemetry)

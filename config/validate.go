@@ -340,6 +340,9 @@ func (c *Config) validate() []problem {
 				sh.Lease.D(), fill)
 		}
 	}
+	if w := c.Cache.Warm; w != nil {
+		validateWarm(add, w)
+	}
 	if d := c.Cache.Disk; d != nil {
 		validateDisk(add, d)
 		if c.Cache.Shared != nil {
@@ -449,6 +452,25 @@ func (c *Cache) ResourceTTL(resource string) time.Duration {
 		return d.D()
 	}
 	return c.TTL.D()
+}
+
+// validateWarm checks cache.warm.
+func validateWarm(add func(string, string, ...any), w *WarmCache) {
+	if w.File != "" {
+		if strings.HasSuffix(w.File, "/") {
+			add("cache.warm.file", "%q names a directory; want a file in it (e.g. %swarm.json)", w.File, w.File)
+		} else if fi, err := os.Stat(filepath.Dir(w.File)); err != nil || !fi.IsDir() {
+			add("cache.warm.file", "%q: its directory %q does not exist", w.File, filepath.Dir(w.File))
+		} else if fi, err := os.Stat(w.File); err == nil && fi.IsDir() {
+			add("cache.warm.file", "%q is a directory; want a file in it (e.g. %s)", w.File, filepath.Join(w.File, "warm.json"))
+		}
+	}
+	if w.Keys < 0 {
+		add("cache.warm.keys", "must not be negative (0: the default)")
+	}
+	if w.ReadyTimeout.D() < 0 {
+		add("cache.warm.ready_timeout", "must not be negative (0: /readyz does not wait)")
+	}
 }
 
 // validateDisk checks cache.disk.

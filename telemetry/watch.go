@@ -98,6 +98,28 @@ func (m *Metrics) WatchCappedLists(capped func() int64) error {
 	}, func() float64 { return float64(capped()) }))
 }
 
+// WatchWarm registers the warm-up's counters (proxy.Server.WarmStats),
+// read at each scrape: listingproxy_cache_warm_targets_total{result}.
+func (m *Metrics) WatchWarm(stats func() (done, failed, skipped uint64)) error {
+	for _, r := range []struct {
+		result string
+		pick   func(d, f, s uint64) uint64
+	}{
+		{"done", func(d, _, _ uint64) uint64 { return d }},
+		{"failed", func(_, f, _ uint64) uint64 { return f }},
+		{"skipped", func(_, _, s uint64) uint64 { return s }},
+	} {
+		if err := m.reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "listingproxy_cache_warm_targets_total",
+			Help:        "Requests the warm-up replayed (after a start or a hard purge), by result: done (filled), failed (an error; the entry stays cold), skipped (the user is gone, or the key was fresh already).",
+			ConstLabels: prometheus.Labels{"result": r.result},
+		}, func() float64 { return float64(r.pick(stats())) })); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // SharedCacheMetrics are the families of the shared cache tier
 // (cache/redistier): the latency of its Redis operations, observed by
 // Observe (redistier.Options.Observe), and its counters and states, read

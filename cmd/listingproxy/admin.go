@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"listingproxy/admin"
+	"listingproxy/cache"
 	"listingproxy/config"
 	"listingproxy/statuspage"
 	"listingproxy/telemetry"
@@ -28,6 +29,10 @@ func (a *app) adminOptions(cfg *config.Config, backends map[string]upstream.Back
 	}
 	if a.cache != nil { // a nil *cache.Store in the interface would not be nil
 		o.Purger = a.cache
+	}
+	if a.warm != nil {
+		o.Purger = warmingPurger{a.cache, a.warm}
+		o.Warming = a.warm.warming
 	}
 	if a.srv != nil {
 		o.Targets = a.srv
@@ -66,4 +71,19 @@ func (a *app) statusPage() http.Handler {
 		o.Cache = a.cache
 	}
 	return statuspage.New(o)
+}
+
+// warmingPurger is the cache's purge followed, for a hard one, by the
+// warm-up of the hot requests it removed.
+type warmingPurger struct {
+	*cache.Store
+	w *warmer
+}
+
+func (p warmingPurger) PurgeContext(ctx context.Context, pg cache.Purge) error {
+	if err := p.Store.PurgeContext(ctx, pg); err != nil {
+		return err
+	}
+	p.w.purged(pg)
+	return nil
 }

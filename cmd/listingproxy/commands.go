@@ -22,6 +22,7 @@ var commands = []struct{ name, summary string }{
 	{"seed", "create and fill a SQL backend's tables with demo data"},
 	{"diff", "compare an old endpoint (or its recorded answers) with a new one, path by path"},
 	{"hash-password", "print the bcrypt hash of a password for config.yaml (no echo on a terminal)"},
+	{"warm", "add a request log's requests to cache.warm.file, which the next start fetches"},
 	{"healthcheck", "GET the admin listener's /healthz; exit 0 when it answers 200 (for HEALTHCHECK)"},
 }
 

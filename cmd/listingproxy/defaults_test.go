@@ -65,6 +65,7 @@ func TestDocumentedDefaults(t *testing.T) {
 		"cache.refresh_hits":                    strconv.Itoa(cache.DefaultRefreshHits),
 		"cache.refresh_budget":                  strconv.Itoa(proxy.DefaultRefreshBudget),
 		"cache.disk.max_bytes":                  size(disktier.DefaultMaxBytes),
+		"cache.warm.keys":                       strconv.Itoa(proxy.DefaultHotKeys),
 		"server.read_header_timeout":            duration(config.DefaultReadHeaderTimeout),
 		"server.read_timeout":                   duration(config.DefaultReadTimeout),
 		"server.write_timeout":                  duration(config.DefaultWriteTimeout),

@@ -44,6 +44,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return seedCommand(ctx, args[2:], getenv, stdout, stderr)
 		case "diff":
 			return diffCommand(ctx, args[2:], getenv, stdin, stdout, stderr)
+		case "warm":
+			return warmCommand(args[2:], getenv, stdin, stdout, stderr)
 		case "serve":
 			args = append(args[:1:1], args[2:]...)
 		}

@@ -42,7 +42,9 @@ type app struct {
 	// shared is the Redis second tier of cache.shared; nil without one.
 	shared *redistier.Tier
 	// disk is the disk tier of cache.disk; nil without one.
-	disk    *disktier.Tier
+	disk *disktier.Tier
+	// warm is cache.warm's warm-up; nil without one.
+	warm    *warmer
 	srv     *proxy.Server
 	tracing *telemetry.Tracing
 	metrics *telemetry.Metrics
@@ -77,6 +79,17 @@ type deps struct {
 	// tracerProvider, when set, replaces the one the configuration
 	// describes (tests pass an SDK provider with an in-memory exporter).
 	tracerProvider trace.TracerProvider
+	// warmWait, when set, replaces the warm-up's pacing by each backend's
+	// budget (tests count and gate the replays).
+	warmWait func(ctx context.Context, tenant string) error
+}
+
+// warmBudget is d.warmWait, or the backends' budgets.
+func (d deps) warmBudget(budgets map[string]*rate.Limiter) func(context.Context, string) error {
+	if d.warmWait != nil {
+		return d.warmWait
+	}
+	return warmBudget(budgets)
 }
 
 // build turns a validated configuration into a running service's parts.
@@ -188,9 +201,14 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		},
 		Auth: authOptions(cfg),
 	}
+	budgets := backgroundBudgets(cfg)
+	opts.HotKeys = -1
+	if w := cfg.Cache.Warm; w != nil {
+		opts.HotKeys = w.Keys
+	}
 	if !cfg.Cache.Disabled {
 		co := cache.Options{MaxBytes: int64(cfg.Cache.MaxBytes), Now: now, Logger: log, TracerProvider: tp,
-			RecordLifetime: longestLifetime(policies(cfg.Cache)), RefreshBudget: refreshBudget(cfg)}
+			RecordLifetime: longestLifetime(policies(cfg.Cache)), RefreshBudget: refreshBudget(budgets)}
 		if sh := cfg.Cache.Shared; sh != nil {
 			tier, closeTier, err := sharedTier(sh, cmp.Or(cfg.Cache.FillTimeout.D(), cache.DefaultFillTimeout), log, reg)
 			if err != nil {
@@ -247,6 +265,16 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	}
 	if err := a.metrics.WatchCappedLists(a.srv.CappedLists); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	if w := cfg.Cache.Warm; w != nil && a.cache != nil {
+		if err := a.metrics.WatchWarm(func() (done, failed, skipped uint64) {
+			st := a.srv.WarmStats()
+			return st.Done, st.Failed, st.Skipped
+		}); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+		a.warm = newWarmer(a.srv, w, d.warmBudget(budgets), log)
+		a.closers = append(a.closers, a.warm.Close) // before the cache's Close: the last run ends, the file is written
 	}
 	// Outermost first: the drain's Connection: close goes on every
 	// response; the server span (continuing an incoming traceparent) must
@@ -394,10 +422,10 @@ func withRefreshAhead(p cache.Policy, share float64) cache.Policy {
 	return p
 }
 
-// refreshBudget is cache.Options.RefreshBudget: each backend's limiter
-// of refreshes ahead of expiry (cache.refresh_budget calls a second),
-// found by the key's tenant.
-func refreshBudget(cfg *config.Config) func(cache.Key) bool {
+// backgroundBudgets are each backend's limiter of background calls
+// (cache.refresh_budget calls a second), by tenant: refreshes ahead of
+// expiry and the warm-up share it.
+func backgroundBudgets(cfg *config.Config) map[string]*rate.Limiter {
 	perSecond := cmp.Or(cfg.Cache.RefreshBudget, float64(proxy.DefaultRefreshBudget))
 	byBackend := map[string]*rate.Limiter{}
 	byTenant := map[string]*rate.Limiter{}
@@ -408,9 +436,27 @@ func refreshBudget(cfg *config.Config) func(cache.Key) bool {
 		}
 		byTenant[tn] = byBackend[b]
 	}
+	return byTenant
+}
+
+// refreshBudget is cache.Options.RefreshBudget: a refresh ahead of expiry
+// goes only when the key's tenant's backend has a token; it never waits.
+func refreshBudget(byTenant map[string]*rate.Limiter) func(cache.Key) bool {
 	return func(k cache.Key) bool {
 		l := byTenant[k.Tenant]
 		return l != nil && l.Allow()
+	}
+}
+
+// warmBudget is WarmUp's pacing: each replay waits for a token of its
+// tenant's backend.
+func warmBudget(byTenant map[string]*rate.Limiter) func(context.Context, string) error {
+	return func(ctx context.Context, tenant string) error {
+		l := byTenant[tenant]
+		if l == nil {
+			return nil
+		}
+		return l.Wait(ctx)
 	}
 }
 
