@@ -51,8 +51,8 @@ func listEndpoint[T any](s *Server, res normalize.Resource, name string,
 			return "", err
 		}
 		k := s.cacheKey(&r, name, c.Key())
-		if r.warmKey != nil {
-			*r.warmKey = k
+		if r.warm != nil && r.warm.key(k) {
+			return "", nil
 		}
 		if outcome, ok := s.answerFresh(w, &r, k); ok {
 			return outcome, nil
@@ -128,8 +128,8 @@ func singleEndpoint[T any](s *Server, name, label string,
 		}
 		sid := strconv.FormatInt(id, 10)
 		k := s.cacheKey(&r, name, sid)
-		if r.warmKey != nil {
-			*r.warmKey = k
+		if r.warm != nil && r.warm.key(k) {
+			return "", nil
 		}
 		if outcome, ok := s.answerFresh(w, &r, k); ok {
 			return outcome, nil

@@ -368,9 +368,9 @@ type request struct {
 	loc     *time.Location
 	format  wire.Format
 	cache   string // the cache outcome, once the cache was consulted
-	// warmKey, set by the warm-up alone (Server.WarmUp), receives the
+	// warm, set by the warm-up alone (Server.WarmUp), receives the
 	// request's cache key; nil for every client request.
-	warmKey *cache.Key
+	warm *warmCall
 }
 
 // apiHandler is an API endpoint: it returns the cache outcome ("" when the

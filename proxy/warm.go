@@ -79,6 +79,10 @@ func (s *Server) WarmUp(ctx context.Context, targets []WarmTarget, wait func(ctx
 		s.warmSt[i].Add(1)
 		*n++
 	}
+	failed := func(t WarmTarget, err error) {
+		s.log.Debug("warm-up request failed", "user", t.User, "target", t.Target, "err", err)
+		count(1, &run.Failed)
+	}
 	for _, t := range targets {
 		if ctx.Err() != nil {
 			break
@@ -88,25 +92,56 @@ func (s *Server) WarmUp(ctx context.Context, targets []WarmTarget, wait func(ctx
 			count(2, &run.Skipped)
 			continue
 		}
+		// The key first, with no backend call: a target that is no
+		// request fails, and a key held fresh is skipped, before the
+		// budget is asked, so neither spends a background call's token.
+		w := &warmCall{keyOnly: true}
+		if _, err := s.warmOne(ctx, who, t, w); err != nil {
+			failed(t, err)
+			continue
+		}
+		if s.cache != nil {
+			if _, _, _, fresh := s.cache.Fresh(w.k, s.live.Load().policy(w.k.Resource)); fresh {
+				s.noteWarm(w.k, t)
+				count(2, &run.Skipped)
+				continue
+			}
+		}
 		if wait != nil {
 			if err := wait(ctx, who.tenant.Name); err != nil {
 				break
 			}
 		}
-		outcome, err := s.warmOne(ctx, who, t)
+		w = &warmCall{}
+		outcome, err := s.warmOne(ctx, who, t, w)
 		switch {
 		case err != nil:
-			s.log.Debug("warm-up request failed", "user", t.User, "target", t.Target, "err", err)
-			count(1, &run.Failed)
-		case outcome == cache.Hit.String() || outcome == cache.Negative.String():
-			count(2, &run.Skipped) // fresh already (in memory, or a tier's copy now in memory)
+			failed(t, err)
+			continue
 		case outcome == cache.StaleIfError.String():
-			count(1, &run.Failed) // the fill failed; an old body answered
+			failed(t, errors.New("the fill failed; an old body answered"))
+		case outcome == cache.Hit.String() || outcome == cache.Negative.String():
+			count(2, &run.Skipped) // filled meanwhile, or a tier's copy now in memory
 		default:
 			count(0, &run.Done) // filled (miss, bypass), or a refresh started (stale)
 		}
+		s.noteWarm(w.k, t)
 	}
 	return run
+}
+
+// warmCall is a warm-up request's link with its handler: the handler
+// stores the request's cache key in it and, with keyOnly, returns then,
+// before the cache or the backend.
+type warmCall struct {
+	keyOnly bool
+	k       cache.Key
+}
+
+// key records k and reports whether the handler should stop there.
+func (w *warmCall) key(k cache.Key) bool {
+	w.k = k
+	return w.keyOnly
 }
 
 // warmRoute is an API handler as WarmUp calls it: a list's format is its
@@ -120,9 +155,9 @@ type warmRoute struct {
 // errNotAPI is a warm target that names no request of the API.
 var errNotAPI = errors.New("not a GET of the API's four paths")
 
-// warmOne serves t as who, writing the answer nowhere, and returns the
-// cache outcome.
-func (s *Server) warmOne(ctx context.Context, who *principal, t WarmTarget) (string, error) {
+// warmOne serves t as who through its route's handler, writing the
+// answer nowhere, and returns the cache outcome; w receives the key.
+func (s *Server) warmOne(ctx context.Context, who *principal, t WarmTarget, w *warmCall) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.Target, nil)
 	if err != nil || req.URL.IsAbs() || !cleanPath(req.URL.Path) {
 		return "", fmt.Errorf("proxy: warm target %q: %w", t.Target, errNotAPI)
@@ -138,8 +173,7 @@ func (s *Server) warmOne(ctx context.Context, who *principal, t WarmTarget) (str
 			return "", fmt.Errorf("proxy: warm target %q: %w", t.Target, errNotAPI)
 		}
 	}
-	var k cache.Key
-	rq := request{Request: req, ctx: upstream.Background(ctx), st: s.live.Load(), who: who, format: f, warmKey: &k}
+	rq := request{Request: req, ctx: upstream.Background(ctx), st: s.live.Load(), who: who, format: f, warm: w}
 	rq.country = pathValue(req, "country")
 	if rq.loc = s.countries[rq.country]; rq.loc == nil {
 		return "", fmt.Errorf("proxy: warm target %q: unknown country", t.Target)
@@ -148,16 +182,20 @@ func (s *Server) warmOne(ctx context.Context, who *principal, t WarmTarget) (str
 	if err != nil {
 		return outcome, fmt.Errorf("proxy: warm target %q as %s: %w", t.Target, t.User, err)
 	}
+	return outcome, nil
+}
+
+// noteWarm records a replayed target under its key, keeping its rank.
+func (s *Server) noteWarm(k cache.Key, t WarmTarget) {
 	if s.hot != nil && k.Resource != "" {
 		s.hot.record(k, WarmTarget{User: t.User, Target: t.Target, Hits: max(t.Hits, 1)}, true)
 	}
-	return outcome, nil
 }
 
 // noteHot records a client request that went to the cache's fill path
 // (a miss, or a stale body refreshed), unless it failed.
 func (s *Server) noteHot(r *request, k cache.Key, err error) {
-	if s.hot == nil || r.warmKey != nil || err != nil || (r.cache != cache.Miss.String() && r.cache != cache.Stale.String()) {
+	if s.hot == nil || r.warm != nil || err != nil || (r.cache != cache.Miss.String() && r.cache != cache.Stale.String()) {
 		return
 	}
 	s.hot.record(k, WarmTarget{User: r.who.username, Target: r.URL.RequestURI(), Hits: 1}, false)
