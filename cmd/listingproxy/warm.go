@@ -44,13 +44,19 @@ type warmer struct {
 	// then, or when cache.warm.ready_timeout has passed.
 	started chan struct{}
 	ready   atomic.Bool
-	timer   *time.Timer
+	timer   func() bool // stops the ready_timeout's timer; nil: none
 }
+
+// afterFunc is time.AfterFunc as the warmer uses it: f runs after d
+// unless stop is called first.
+type afterFunc func(d time.Duration, f func()) (stop func() bool)
+
+func realAfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 
 // newWarmer starts the warm-up of the targets in w.File (a missing file
 // is an empty one; one that does not read is logged and ignored) and the
 // file's periodic writes.
-func newWarmer(srv *proxy.Server, w *config.WarmCache, wait func(context.Context, string) error, log *slog.Logger) *warmer {
+func newWarmer(srv *proxy.Server, w *config.WarmCache, wait func(context.Context, string) error, after afterFunc, log *slog.Logger) *warmer {
 	wm := &warmer{srv: srv, file: w.File, keys: cmp.Or(w.Keys, proxy.DefaultHotKeys), wait: wait, log: log, started: make(chan struct{})}
 	wm.ctx, wm.stop = context.WithCancel(context.Background())
 	targets, err := readWarmFile(w.File)
@@ -58,7 +64,7 @@ func newWarmer(srv *proxy.Server, w *config.WarmCache, wait func(context.Context
 		log.Warn("cache.warm.file does not read; starting without its targets", "file", w.File, "err", err)
 	}
 	if d := w.ReadyTimeout.D(); d > 0 && len(targets) > 0 {
-		wm.timer = time.AfterFunc(d, func() { wm.ready.Store(true) })
+		wm.timer = after(d, func() { wm.ready.Store(true) })
 	} else {
 		wm.ready.Store(true)
 	}
@@ -127,7 +133,7 @@ func (wm *warmer) purged(p cache.Purge) {
 func (wm *warmer) Close() {
 	wm.stop()
 	if wm.timer != nil {
-		wm.timer.Stop()
+		wm.timer()
 	}
 	wm.wg.Wait()
 	wm.save()

@@ -82,6 +82,8 @@ type deps struct {
 	// warmWait, when set, replaces the warm-up's pacing by each backend's
 	// budget (tests count and gate the replays).
 	warmWait func(ctx context.Context, tenant string) error
+	// warmAfter, when set, replaces the timer of cache.warm.ready_timeout.
+	warmAfter afterFunc
 }
 
 // warmBudget is d.warmWait, or the backends' budgets.
@@ -273,7 +275,11 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		}); err != nil {
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
-		a.warm = newWarmer(a.srv, w, d.warmBudget(budgets), log)
+		after := d.warmAfter
+		if after == nil {
+			after = realAfterFunc
+		}
+		a.warm = newWarmer(a.srv, w, d.warmBudget(budgets), after, log)
 		a.closers = append(a.closers, a.warm.Close) // before the cache's Close: the last run ends, the file is written
 	}
 	// Outermost first: the drain's Connection: close goes on every
