@@ -372,10 +372,13 @@ const infoDescription = "The listing API as listingproxy implements it: the spec
 
 func hdr(name string) obj { return o("$ref", "#/components/headers/"+name) }
 
-// errorContent is a single-error body in both formats.
-func errorContent(msg string) obj {
-	return o("application/json", o("schema", ref("Error"), "example", o("error", msg)),
-		"application/xml", o("schema", o("type", "string"), "example", "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<error>"+msg+"</error>\n"))
+// errorContent is a single-error body in the format of the path's
+// extension.
+func errorContent(ext, msg string) obj {
+	if ext == "json" {
+		return o("application/json", o("schema", ref("Error"), "example", o("error", msg)))
+	}
+	return o("application/xml", o("schema", o("type", "string"), "example", "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<error>"+msg+"</error>\n"))
 }
 
 // example names a golden body (testdata/golden/FILE.json and .xml).
@@ -408,21 +411,27 @@ func buildDocument(t *testing.T) []byte {
 		"Cache-Control-error", o("description", "`private, no-store` on every error status.", "schema", textSchema),
 	)
 	noStore := hdr("Cache-Control-error")
-	responses := o(
-		"NotModified", o("description", "Not modified: an `If-None-Match` ETag matched.", "headers", o("ETag", hdr("ETag"))),
-		"BadRequest", o("description", "A request target that is not a clean path (`*`, empty, `.` or `..` segments), in the format of the path's extension (XML unless it ends in `.json`).",
-			"headers", o("Cache-Control", noStore), "content", errorContent(`Bad request: the path must not contain empty, "." or ".." segments`)),
-		"Unauthorized", o("description", "Missing or wrong credentials (HTTP Basic).", "headers", o("WWW-Authenticate", hdr("WWW-Authenticate"), "Cache-Control", noStore),
-			"content", errorContent("Authentication required: a valid username and password are needed")),
-		"NotFound", o("description", "An unknown path or extension (`Not found`) or an unknown country segment (`Unknown country \"xx\"`), in the format of the path's extension (XML unless it ends in `.json`).",
-			"headers", o("Cache-Control", noStore), "content", errorContent("Not found")),
-		"MethodNotAllowed", o("description", "A method other than GET or HEAD.", "headers", o("Allow", hdr("Allow"), "Cache-Control", noStore),
-			"content", errorContent("Method not allowed: use GET or HEAD")),
-		"TooManyRequests", o("description", "Throttled: too many failed sign-ins from the client address or for the username (`Too many failed sign-in attempts; please try again later`), too many unverified sign-ins at once (`Too many sign-in attempts at once; please try again shortly`, `Retry-After: 1`), or the tenant's rate limit (`Too many requests; please slow down and try again shortly`).",
-			"headers", o("Retry-After", hdr("Retry-After"), "Cache-Control", noStore), "content", errorContent("Too many requests; please slow down and try again shortly")),
-		"Unavailable", o("description", "The backend is unavailable and nothing stale can be served. The body reveals no backend detail.",
-			"headers", o("Retry-After", hdr("Retry-After"), "Cache-Control", noStore), "content", errorContent("The listing service is temporarily unavailable; please try again shortly")),
-	)
+	// The error answers, once per format (Not found and so on are in the
+	// format of the path's extension): JSONNotFound, XMLNotFound...
+	responses := obj{}
+	for _, ext := range []string{"json", "xml"} {
+		f := strings.ToUpper(ext)
+		responses = append(responses,
+			kv{f + "BadRequest", o("description", "A request target that is not a clean path (`*`, empty, `.` or `..` segments).",
+				"headers", o("Cache-Control", noStore), "content", errorContent(ext, `Bad request: the path must not contain empty, "." or ".." segments`))},
+			kv{f + "Unauthorized", o("description", "Missing or wrong credentials (HTTP Basic).", "headers", o("WWW-Authenticate", hdr("WWW-Authenticate"), "Cache-Control", noStore),
+				"content", errorContent(ext, "Authentication required: a valid username and password are needed"))},
+			kv{f + "NotFound", o("description", "An unknown path or extension (`Not found`) or an unknown country segment (`Unknown country \"xx\"`).",
+				"headers", o("Cache-Control", noStore), "content", errorContent(ext, "Not found"))},
+			kv{f + "MethodNotAllowed", o("description", "A method other than GET or HEAD.", "headers", o("Allow", hdr("Allow"), "Cache-Control", noStore),
+				"content", errorContent(ext, "Method not allowed: use GET or HEAD"))},
+			kv{f + "TooManyRequests", o("description", "Throttled: too many failed sign-ins from the client address or for the username (`Too many failed sign-in attempts; please try again later`), too many unverified sign-ins at once (`Too many sign-in attempts at once; please try again shortly`, `Retry-After: 1`), or the tenant's rate limit (`Too many requests; please slow down and try again shortly`).",
+				"headers", o("Retry-After", hdr("Retry-After"), "Cache-Control", noStore), "content", errorContent(ext, "Too many requests; please slow down and try again shortly"))},
+			kv{f + "Unavailable", o("description", "The backend is unavailable and nothing stale can be served. The body reveals no backend detail.",
+				"headers", o("Retry-After", hdr("Retry-After"), "Cache-Control", noStore), "content", errorContent(ext, "The listing service is temporarily unavailable; please try again shortly"))},
+		)
+	}
+	responses = append(responses, kv{"NotModified", o("description", "Not modified: an `If-None-Match` ETag matched.", "headers", o("ETag", hdr("ETag")))})
 	okHeaders := o("ETag", hdr("ETag"), "Vary", hdr("Vary"), "Cache-Status", hdr("Cache-Status"), "Age", hdr("Age"))
 	const xmlDoc = " See docs/wire-format.md for the exact XML shapes (element order, attributes, empty values); testdata/golden/ in the repository holds a document for every endpoint, format and detail level."
 	op := func(id, summary, desc string, params arr, ext, schema, xmlDesc, tag string, examples []example) obj {
@@ -441,8 +450,9 @@ func buildDocument(t *testing.T) []byte {
 			content = o("application/xml", o("schema", o("type", "string", "description", xmlDesc), "examples", exs))
 		}
 		rs := o("200", o("description", "The resource, or the spec's error body, which is also sent with HTTP 200 (see the schema's `oneOf`).", "headers", okHeaders, "content", content))
-		for _, c := range []struct{ code, name string }{{"304", "NotModified"}, {"400", "BadRequest"}, {"401", "Unauthorized"}, {"404", "NotFound"}, {"405", "MethodNotAllowed"}, {"429", "TooManyRequests"}, {"503", "Unavailable"}} {
-			rs = append(rs, kv{c.code, o("$ref", "#/components/responses/"+c.name)})
+		rs = append(rs, kv{"304", o("$ref", "#/components/responses/NotModified")})
+		for _, c := range []struct{ code, name string }{{"400", "BadRequest"}, {"401", "Unauthorized"}, {"404", "NotFound"}, {"405", "MethodNotAllowed"}, {"429", "TooManyRequests"}, {"503", "Unavailable"}} {
+			rs = append(rs, kv{c.code, o("$ref", "#/components/responses/"+strings.ToUpper(ext)+c.name)})
 		}
 		return o("operationId", id, "summary", summary, "description", desc, "tags", arr{tag},
 			"parameters", append(append(arr{}, params...), o("$ref", "#/components/parameters/if-none-match")), "responses", rs)
@@ -476,7 +486,7 @@ func buildDocument(t *testing.T) []byte {
 		"responses", o(
 			"200", o("description", "The OpenAPI document.", "headers", o("ETag", hdr("ETag")), "content", o("application/json", o("schema", o("type", "object")))),
 			"304", o("$ref", "#/components/responses/NotModified"),
-			"405", o("$ref", "#/components/responses/MethodNotAllowed"))))})
+			"405", o("$ref", "#/components/responses/JSONMethodNotAllowed"))))})
 
 	doc := o(
 		"openapi", "3.1.0",

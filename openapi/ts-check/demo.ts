@@ -1,8 +1,10 @@
 // demo.ts: a client of the listing API generated from openapi/openapi.json
 // (openapi-typescript for the types, openapi-fetch for the calls) reads a
-// list as a client team would. CI compiles it with tsc --strict and runs it
-// against golden bodies served by a stand-in fetch (no network): see
-// .ci/run. Usage: node generated/out/demo.js PROPERTY_LIST.json AGENT_LIST.json
+// list as a client team would. CI (check.sh) compiles it with tsc --strict
+// and runs it on golden bodies served by a stand-in fetch, then against a
+// running listingproxy with the embedded demo data.
+// Usage: node generated/out/demo.js PROPERTY_LIST.json AGENT_LIST.json
+//        node generated/out/demo.js --live http://127.0.0.1:8080
 import { readFileSync } from "node:fs";
 import createClient from "openapi-fetch";
 import type { components, paths } from "./generated/listing-api.js";
@@ -48,7 +50,72 @@ function standIn(file: string, asked: string[]): typeof fetch {
   };
 }
 
+// live reads lists, single resources and the errors sent with HTTP 200
+// from a running listingproxy (the demo configuration's user harbour), and
+// checks what it reads.
+async function live(baseUrl: string): Promise<string[]> {
+  const lines: string[] = [];
+  const fail = (msg: string): never => {
+    throw new Error(`${baseUrl}: ${msg}`);
+  };
+  const auth = "Basic " + Buffer.from("harbour:harbour-demo").toString("base64");
+  const api = createClient<paths>({ baseUrl, headers: { Authorization: auth } });
+
+  const pl = await api.GET("/{country}/properties.json", {
+    params: { path: { country: "au" }, query: { "status[]": ["current", "contract"], detail: "full", limit: 5, order: ["price"] } },
+  });
+  if (pl.data === undefined || "errors" in pl.data) return fail(`property list: HTTP ${pl.response.status} ${JSON.stringify(pl.data ?? pl.error)}`);
+  const props = asArray(pl.data.properties.property);
+  if (props.length !== 5 || Number(pl.data.properties.count) !== 5) fail(`property list: ${props.length} items, count ${pl.data.properties.count}`);
+  for (const p of props) {
+    if (p.status !== "CURRENT" && p.status !== "CONTRACT") fail(`property ${idOf(p)}: status ${p.status}`);
+    if (p.price === undefined || p.openhomes === undefined) fail(`property ${idOf(p)}: not in full detail`);
+  }
+  lines.push(...props.map(describeProperty));
+
+  const first = props[0] ?? fail("no property");
+  const one = await api.GET("/{country}/properties/{id}.json", { params: { path: { country: "au", id: Number(idOf(first)) } } });
+  if (one.data === undefined || "error" in one.data) return fail(`property ${idOf(first)}: ${JSON.stringify(one.data ?? one.error)}`);
+  if (idOf(one.data.property) !== idOf(first)) fail(`property ${idOf(first)}: got ${idOf(one.data.property)}`);
+  lines.push("single: " + describeProperty(one.data.property));
+
+  // Errors come with HTTP 200: the body's root key tells them apart.
+  const bad = await api.GET("/{country}/properties.json", { params: { path: { country: "au" }, query: { approved_from: "2024-01-01", bedrooms: 5000 } } });
+  if (bad.response.status !== 200 || bad.data === undefined || !("errors" in bad.data)) return fail(`bad criteria: HTTP ${bad.response.status} ${JSON.stringify(bad.data)}`);
+  const errs = asArray(bad.data.errors.error);
+  if (errs.map((e) => e.field).join(",") !== "bedrooms,approved_from") fail(`bad criteria: ${JSON.stringify(errs)}`);
+  lines.push(...describeErrors(bad.data.errors.error));
+  const missing = await api.GET("/{country}/agents/{id}.json", { params: { path: { country: "au", id: 999999999 } } });
+  if (missing.response.status !== 200 || missing.data === undefined || !("error" in missing.data)) return fail(`missing agent: HTTP ${missing.response.status}`);
+  lines.push("missing agent: " + missing.data.error);
+
+  const al = await api.GET("/{country}/agents.json", { params: { path: { country: "au" }, query: { detail: "full", limit: 2, order: "name" } } });
+  if (al.data === undefined || "errors" in al.data) return fail(`agent list: HTTP ${al.response.status}`);
+  const agents = asArray(al.data.agents.agent);
+  if (agents.length !== 2 || agents.some((a) => a.email === undefined)) fail(`agent list: ${JSON.stringify(al.data)}`);
+  lines.push(...agents.map(describeAgent));
+
+  // Without credentials: 401 and the single error, typed by the document.
+  const anon = await createClient<paths>({ baseUrl }).GET("/{country}/agents.json", { params: { path: { country: "au" } } });
+  if (anon.response.status !== 401 || anon.response.headers.get("WWW-Authenticate") === null || anon.error?.error === undefined) {
+    fail(`anonymous: HTTP ${anon.response.status}`);
+  }
+  lines.push(`anonymous: ${anon.response.status} ${anon.error?.error}`);
+
+  // The document it serves is the repository's.
+  const doc = await createClient<paths>({ baseUrl }).GET("/openapi.json", {});
+  if (JSON.stringify(doc.data) !== JSON.stringify(JSON.parse(readFileSync("../openapi.json", "utf8")))) fail("/openapi.json differs from openapi/openapi.json");
+  lines.push(`/openapi.json: ETag ${doc.response.headers.get("ETag")}`);
+  return lines;
+}
+
 async function main(): Promise<void> {
+  if (process.argv[2] === "--live") {
+    const url = process.argv[3] ?? "";
+    if (url === "") throw new Error("usage: demo.js --live URL");
+    console.log((await live(url)).join("\n"));
+    return;
+  }
   const [propertyFile, agentFile] = process.argv.slice(2);
   if (propertyFile === undefined || agentFile === undefined) {
     throw new Error("usage: demo.js PROPERTY_LIST.json AGENT_LIST.json");
