@@ -30,8 +30,10 @@ const (
 // that is an error body (not found, criteria rejected by the backend).
 // storedAt is when the data behind the body was fetched (zero: now); a
 // body rendered from a shared fetch carries the fetch's time. tags name the
-// entities the body holds (see tagsOf), for purges by entity.
-type loader func(ctx context.Context) (body []byte, negative bool, storedAt time.Time, tags []cache.Tag, err error)
+// entities the body holds (see tagsOf), for purges by entity. held marks
+// a body rendered from a shared fetch the cache already held (no backend
+// call was made for it): its Cache-Status is a hit (hdrHeldFetch).
+type loader func(ctx context.Context) (body []byte, negative bool, storedAt time.Time, tags []cache.Tag, held bool, err error)
 
 // tagsOf appends the tags of the entities an item's document holds: its
 // own and those it embeds (propertyTags, agentTags).
@@ -85,7 +87,7 @@ func fillList[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, c
 		}
 		return ts
 	}
-	err := s.serve(w, &r, k, func(ctx context.Context) ([]byte, bool, time.Time, []cache.Tag, error) {
+	err := s.serve(w, &r, k, func(ctx context.Context) ([]byte, bool, time.Time, []cache.Tag, bool, error) {
 		if t.ShareFetch && s.cache != nil {
 			return sharedFetch(s, ctx, &r, k, msgNotFound, func(ctx context.Context) ([]byte, []cache.Tag, error) {
 				items, err := fetch(ctx)
@@ -106,9 +108,9 @@ func fillList[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, c
 		items, err := fetch(ctx)
 		if err != nil {
 			body, neg, err := answerOrFail(f, err, msgNotFound)
-			return body, neg, time.Time{}, nil, err
+			return body, neg, time.Time{}, nil, false, err
 		}
-		return render(func(dst []byte) []byte { return appendList(dst, f, items, o) }), false, time.Time{}, listTags(items), nil
+		return render(func(dst []byte) []byte { return appendList(dst, f, items, o) }), false, time.Time{}, listTags(items), false, nil
 	})
 	s.noteHot(&r, k, err)
 	return r.cache, err
@@ -146,7 +148,7 @@ func fillOne[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, id
 ) (string, error) {
 	t, f, o := r.who.tenant, r.format, s.renderOptions(&r, normalize.Full)
 	scope := upstream.Scope{Tenant: t.Upstream, Country: r.country}
-	err := s.serve(w, &r, k, func(ctx context.Context) ([]byte, bool, time.Time, []cache.Tag, error) {
+	err := s.serve(w, &r, k, func(ctx context.Context) ([]byte, bool, time.Time, []cache.Tag, bool, error) {
 		if t.ShareFetch && s.cache != nil {
 			return sharedFetch(s, ctx, &r, k, notFound, func(ctx context.Context) ([]byte, []cache.Tag, error) {
 				item, err := get(t.Backend, ctx, scope, id)
@@ -169,9 +171,9 @@ func fillOne[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, id
 			// A not-found answer carries the id's tag: the id's insert
 			// purges it.
 			body, neg, err := answerOrFail(f, err, notFound)
-			return body, neg, time.Time{}, []cache.Tag{idTag(id)}, err
+			return body, neg, time.Time{}, []cache.Tag{idTag(id)}, false, err
 		}
-		return render(func(dst []byte) []byte { return appendOne(dst, f, &item, o) }), false, time.Time{}, tags([]cache.Tag{idTag(id)}, &item), nil
+		return render(func(dst []byte) []byte { return appendOne(dst, f, &item, o) }), false, time.Time{}, tags([]cache.Tag{idTag(id)}, &item), false, nil
 	})
 	s.noteHot(&r, k, err)
 	return r.cache, err
@@ -405,7 +407,7 @@ func (s *Server) serve(w http.ResponseWriter, r *request, k cache.Key, load load
 			// it on idle capacity only (upstream/breaker).
 			ctx = upstream.Background(ctx)
 		}
-		body, negative, storedAt, tags, err := load(ctx)
+		body, negative, storedAt, tags, held, err := load(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -414,7 +416,9 @@ func (s *Server) serve(w http.ResponseWriter, r *request, k cache.Key, load load
 		}
 		e := cache.NewEntry(body, r.format.ContentType(), negative, storedAt)
 		e.Tags = withURLTag(tags, k, r.country)
-		e.Meta = newEntryHeaders(e)
+		eh := newEntryHeaders(e)
+		eh.held = held
+		e.Meta = eh
 		return e, nil
 	}
 	if s.cache == nil {
@@ -439,6 +443,9 @@ func (s *Server) serve(w http.ResponseWriter, r *request, k cache.Key, load load
 	if err != nil {
 		return err
 	}
+	if eh, ok := e.Meta.(*entryHeaders); ok && eh.held && outcome == cache.Miss {
+		r.cache = outcomeHeldFetch
+	}
 	s.writeEntry(w, r.Request, e, outcome, s.now())
 	return nil
 }
@@ -456,12 +463,13 @@ const fetchScope = "fetch|"
 // for k's caller by render, and carries the fetch's StoredAt: a body made
 // from a stale fetch is as old as the fetch. A backend answer (not found,
 // criteria rejected) is kept as its XML error document and rendered in
-// k's format.
+// k's format. held reports that the fetch was already in the cache (any
+// outcome but a miss): the body was made without a backend call.
 func sharedFetch(s *Server, ctx context.Context, r *request, k cache.Key, notFound string,
 	source func(context.Context) ([]byte, []cache.Tag, error), render func(src []byte) ([]byte, error),
-) ([]byte, bool, time.Time, []cache.Tag, error) {
+) (_ []byte, _ bool, _ time.Time, _ []cache.Tag, held bool, _ error) {
 	fk := cache.Key{Tenant: k.Tenant, Resource: k.Resource, Scope: fetchScope + r.country, Variant: k.Variant}
-	fe, _, err := s.cache.Get(ctx, fk, r.st.policy(k.Resource), func(ctx context.Context) (*cache.Entry, error) {
+	fe, fo, err := s.cache.Get(ctx, fk, r.st.policy(k.Resource), func(ctx context.Context) (*cache.Entry, error) {
 		src, tags, err := source(ctx)
 		negative := false
 		if err != nil {
@@ -474,16 +482,17 @@ func sharedFetch(s *Server, ctx context.Context, r *request, k cache.Key, notFou
 		return e, nil
 	})
 	if err != nil {
-		return nil, false, time.Time{}, nil, err
+		return nil, false, time.Time{}, nil, false, err
 	}
+	held = fo != cache.Miss
 	if fe.Negative {
 		aerr := wire.ReadAnswer(fe.Body)
 		body, neg, err := answerOrFail(r.format, aerr, notFound)
-		return body, neg, fe.StoredAt, fe.Tags, err
+		return body, neg, fe.StoredAt, fe.Tags, held, err
 	}
 	body, err := render(fe.Body)
 	if err != nil {
-		return nil, false, time.Time{}, nil, fmt.Errorf("proxy: rendering from the shared fetch: %w", err)
+		return nil, false, time.Time{}, nil, false, fmt.Errorf("proxy: rendering from the shared fetch: %w", err)
 	}
-	return body, false, fe.StoredAt, fe.Tags, nil
+	return body, false, fe.StoredAt, fe.Tags, held, nil
 }

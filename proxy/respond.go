@@ -17,7 +17,12 @@ import (
 // §3.5), and with no freshness information and no Last-Modified a private
 // cache must revalidate (If-None-Match, answered 304) before reuse.
 var (
-	hdrVary        = []string{"Accept-Encoding, Authorization"}
+	hdrVary = []string{"Accept-Encoding, Authorization"}
+	// hdrHeldFetch is the Cache-Status of a body rendered from a shared
+	// fetch the cache already held (another format or permission level of
+	// the same request): no backend call was made, so a hit (RFC 9211:
+	// not forwarded), though this variant's body was new.
+	hdrHeldFetch   = []string{"listingproxy; hit; detail=shared-fetch"}
 	hdrGzip        = []string{"gzip"}
 	hdrCacheStatus = func() (h [cache.Bypass + 1][]string) {
 		for o := range h {
@@ -52,7 +57,13 @@ func cacheStatus(o cache.Outcome) string {
 // keys"). Each header is a one-element slice of vals (see the methods).
 type entryHeaders struct {
 	vals [5]string // Content-Type, ETag, Content-Length, and the gzip form's ETag and Content-Length
+	held bool      // rendered from a shared fetch the cache held (loader)
 }
+
+// outcomeHeldFetch is the cache outcome (access log, tenant metrics) of a
+// body rendered from a shared fetch the cache already held, in place of
+// "miss": no backend call was made for it.
+const outcomeHeldFetch = "shared-fetch"
 
 func (h *entryHeaders) contentType() []string { return h.vals[0:1:1] }
 func (h *entryHeaders) etag() []string        { return h.vals[1:2:2] }
@@ -137,6 +148,10 @@ func (s *Server) writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Ent
 	}
 	h := w.Header()
 	aged := o != cache.Miss && o != cache.Bypass
+	status := hdrCacheStatus[o]
+	if o == cache.Miss && eh.held { // no backend call: a hit, as old as its fetch
+		status, aged = hdrHeldFetch, true
+	}
 	gzipped := e.Gzip != nil && acceptsGzip(r.Header["Accept-Encoding"])
 	if !gzipped || !aged {
 		// With Content-Encoding and Age, Date would be the header map's
@@ -149,7 +164,7 @@ func (s *Server) writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Ent
 	}
 	h["Content-Type"] = eh.contentType()
 	h["Vary"] = hdrVary
-	h["Cache-Status"] = hdrCacheStatus[o]
+	h["Cache-Status"] = status
 	if aged {
 		h["Age"] = ageValue(now.Sub(e.StoredAt))
 	}

@@ -133,9 +133,11 @@ type RequestInfo struct {
 	// Backend is the name of the tenant's backend; "" when unauthenticated.
 	Backend string
 	// Cache is how the body was produced: the cache.Outcome's String
-	// ("hit", "stale", "stale-if-error", "miss", "negative", "bypass"), or ""
-	// when the request was answered before the cache (authentication,
-	// criteria or permission errors).
+	// ("hit", "stale", "stale-if-error", "miss", "negative", "bypass"),
+	// "shared-fetch" for a body rendered from a shared fetch the cache
+	// already held (Tenant.ShareFetch: no backend call), or "" when the
+	// request was answered before the cache (authentication, criteria or
+	// permission errors).
 	Cache string
 	// User is the authenticated username; "" when authentication failed.
 	User string

@@ -102,3 +102,52 @@ func TestSharedFetchAge(t *testing.T) {
 		t.Errorf("%d backend calls, want 1", fb.Calls())
 	}
 }
+
+// TestSharedFetchCacheStatus: a variant rendered from a fetch the cache
+// already holds (another format or permission level of the same request)
+// is labelled a hit ("detail=shared-fetch", outcome "shared-fetch"), not a
+// miss: no backend call was made for it. The first variant, another
+// tenant's same request and a request after a purge are misses; a stored
+// variant asked again is a plain hit.
+func TestSharedFetchCacheStatus(t *testing.T) {
+	fb := newFake()
+	var outcomes []string
+	s, err := proxy.New(testUsers(), []proxy.Tenant{
+		{Name: "harbour", Backend: fb, BackendName: "fake", Upstream: "harbour", ShareFetch: true},
+		{Name: "summit", Backend: fb, BackendName: "fake", Upstream: "summit", ShareFetch: true},
+	}, proxy.Options{Cache: newCache(t), Now: func() time.Time { return fixedNow },
+		Observe: func(_ http.ResponseWriter, i proxy.RequestInfo) { outcomes = append(outcomes, i.Cache) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const miss, held, hit = "listingproxy; fwd=miss; stored", "listingproxy; hit; detail=shared-fetch", "listingproxy; hit"
+	steps := []struct {
+		user, target, status, outcome string
+		calls                         int64 // backend calls so far
+	}{
+		{"harbour", "/au/properties.xml?detail=full", miss, "miss", 1},
+		{"harbour", "/au/properties.json?detail=full", held, "shared-fetch", 1},
+		{"harbour-noprice", "/au/properties.xml?detail=full", held, "shared-fetch", 1},
+		{"harbour", "/au/properties.json?detail=full", hit, "hit", 1},
+		{"summit", "/au/properties.json?detail=full", miss, "miss", 2},
+		{"harbour", "/au/properties/1.json", miss, "miss", 3},
+		{"harbour-noprice", "/au/properties/1.json", held, "shared-fetch", 3},
+		{"harbour", "/au/properties/99.xml", miss, "miss", 4}, // not found, kept as an answer
+		{"harbour", "/au/properties/99.json", held, "shared-fetch", 4},
+	}
+	for i, st := range steps {
+		w := get(s, "GET", st.user, st.target, "Accept-Encoding", "gzip")
+		if got := w.Header().Get("Cache-Status"); got != st.status {
+			t.Errorf("%d: %s as %s: Cache-Status %q, want %q", i, st.target, st.user, got, st.status)
+		}
+		if got := outcomes[len(outcomes)-1]; got != st.outcome {
+			t.Errorf("%d: %s as %s: outcome %q, want %q", i, st.target, st.user, got, st.outcome)
+		}
+		if st.status == held && w.Header().Get("Age") == "" {
+			t.Errorf("%d: %s: a body from a held fetch has no Age", i, st.target)
+		}
+		if got := fb.Calls(); got != st.calls {
+			t.Errorf("%d: %s as %s: %d backend calls, want %d", i, st.target, st.user, got, st.calls)
+		}
+	}
+}
