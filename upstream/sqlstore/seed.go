@@ -10,11 +10,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"modernc.org/sqlite"
 
 	"listingproxy/upstream/sqlstore/demo"
 )
@@ -99,8 +101,45 @@ func (s *Store) Seed(ctx context.Context, o demo.Options, so SeedOptions) (err e
 // one fresh file) and committed its seed first: ours then fails on its
 // rows (a unique constraint, after waiting for its lock). A seed is one
 // transaction, so a store that holds data after ours failed holds a whole
-// seed: that is reported as ErrNotEmpty, not as the failure.
-func (s *Store) seedEmpty(ctx context.Context, o demo.Options, so SeedOptions) (err error) {
+// seed: that is reported as ErrNotEmpty, not as the failure. When the
+// other's seed outlasts SQLite's busy timeout (a slow machine), ours fails
+// with SQLITE_BUSY while the store still looks empty: it waits for the
+// lock (jittered backoff) and tries again, until the other commits or ctx
+// ends.
+func (s *Store) seedEmpty(ctx context.Context, o demo.Options, so SeedOptions) error {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval = 100*time.Millisecond, 2*time.Second
+	for {
+		err := s.seedOnce(ctx, o, so)
+		if err == nil || !busy(err) {
+			return err
+		}
+		s.log.Info("sqlstore: seed demo: another process holds the database's lock; waiting", "error", err)
+		t := time.NewTimer(bo.NextBackOff())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		if empty, eerr := s.Empty(ctx); eerr == nil && !empty {
+			return ErrNotEmpty
+		}
+	}
+}
+
+// sqliteBusy is SQLITE_BUSY, the primary result code.
+const sqliteBusy = 5
+
+// busy reports SQLite's SQLITE_BUSY (its lock held by another connection
+// past the busy timeout).
+func busy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqliteBusy
+}
+
+// seedOnce is one try of seedEmpty.
+func (s *Store) seedOnce(ctx context.Context, o demo.Options, so SeedOptions) (err error) {
 	defer func() {
 		if err == nil {
 			return
