@@ -20,7 +20,7 @@ func TestSummarize(t *testing.T) {
 	// 1000 measured requests: latencies 1..1000 ms; the ten slowest are
 	// first asks (not repeats), 300 hits, a 404, two errors.
 	for i := 1; i <= 1000; i++ {
-		r := result{at: time.Second + ms(i), latency: ms(i), status: 200, repeat: i <= 990, hit: i%10 < 3}
+		r := result{at: time.Second + ms(i), latency: ms(i), status: 200, repeat: i <= 990, hit: i%10 < 3, since: ms(2 * i)}
 		switch i {
 		case 5:
 			r.status = 404
@@ -43,6 +43,9 @@ func TestSummarize(t *testing.T) {
 	}
 	if s.RepeatMisses != 693 || s.RepeatHitP99 != ms(981) { // hits: i%10 < 3 among 1..990 (297 of them)
 		t.Errorf("repeat misses %d, p99 of repeat hits %v, want 693 and 981ms", s.RepeatMisses, s.RepeatHitP99)
+	}
+	if s.RepeatMissesNear != 350 { // misses among 1..499 (since < 1s): 499 - 149 hits
+		t.Errorf("repeat misses within 1s of the first ask: %d, want 350", s.RepeatMissesNear)
 	}
 	line := s.Line("lp", 250)
 	want := "server=lp calls_per_1k=250.0 hit_ratio=0.3000 p50_ms=500.0 p99_ms=990.0 p999_ms=999.0 repeat_p99_ms=981.0 errors=2"
@@ -87,6 +90,8 @@ func TestRepeats(t *testing.T) {
 		{1, harbour, false, "/au/properties/4."},  // harbour's 4th au property
 		{1, summit, false, "/au/properties/804."}, // summit's
 		{1, noprice, true, "/au/properties/4."},
+		{1, short, false, "/au/properties.?id=4"}, // no full detail: the property in a short list
+		{1, short, true, "/au/properties.?id=4"},
 	} {
 		path, _, key := g.request(st.rank, st.c, rng)
 		ext := path[strings.LastIndex(path, ".")+1:]
