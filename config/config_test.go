@@ -90,8 +90,9 @@ func TestDecodeProblems(t *testing.T) {
 		name, src string
 		want      []string
 	}{
-		{"unknown key", "lisen: \":80\"\n", []string{`c.yaml:3: lisen: unknown key "lisen"`}},
-		{"unknown nested key", "cache: {tll: 5s}\n", []string{`c.yaml:3: cache.tll: unknown key "tll"`}},
+		{"unknown key", "lisen: \":80\"\n", []string{`c.yaml:3: lisen: unknown key "lisen" (did you mean "listen"?)`}},
+		{"unknown nested key", "cache: {tll: 5s}\n", []string{`c.yaml:3: cache.tll: unknown key "tll" (did you mean "ttl"?)`}},
+		{"unknown key, nothing near", "frobnicate: 1\n", []string{`c.yaml:3: frobnicate: unknown key "frobnicate"`}},
 		{"unknown key in a list item", "users:\n  - {username: u, pasword: x}\n", []string{
 			`c.yaml:4: users[0].pasword: unknown key "pasword"`,
 			`c.yaml:4: users[0].password_bcrypt: required (a bcrypt hash; make one with: listingproxy hash-password)`,
@@ -547,5 +548,14 @@ func TestListenAddresses(t *testing.T) {
 		if _, err := config.Parse("c.yaml", []byte(ok+"\n"+base), noEnv); err != nil && strings.Contains(err.Error(), "listen") {
 			t.Errorf("%s: %v", ok, err)
 		}
+	}
+}
+
+// TestDidYouMean: a mistyped key of a backend's kind names the key meant.
+func TestDidYouMean(t *testing.T) {
+	src := "backends: {x: {kind: sqlite, dsn: x.db, seed_dmo: true}}\ntenants: {a: {backend: x}}\n"
+	_, err := config.Parse("c.yaml", []byte(src), noEnv)
+	if want := `c.yaml:1: backends.x.seed_dmo: not a key of a sqlite backend (did you mean "seed_demo"?)`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want it to contain %q", err, want)
 	}
 }

@@ -58,12 +58,12 @@ func (s *schema) check(n *yaml.Node, t reflect.Type, path string) {
 		if !s.want(n, yaml.MappingNode, path) {
 			return
 		}
-		s.mapping(n, path, structFields(t), unknownKey)
+		s.mapping(n, path, structFields(t), func(key string) string { return unknownKey(key, yamlKeys(t)) })
 	case reflect.Map:
 		if !s.want(n, yaml.MappingNode, path) {
 			return
 		}
-		s.mapping(n, path, func(string) (reflect.Type, bool) { return t.Elem(), true }, unknownKey)
+		s.mapping(n, path, func(string) (reflect.Type, bool) { return t.Elem(), true }, func(key string) string { return unknownKey(key, nil) })
 	case reflect.Slice:
 		if !s.want(n, yaml.SequenceNode, path) {
 			return
@@ -113,7 +113,60 @@ func (s *schema) mapping(n *yaml.Node, path string, field func(string) (reflect.
 	n.Content = kept
 }
 
-func unknownKey(key string) string { return fmt.Sprintf("unknown key %q", key) }
+// unknownKey says key is not one of keys, suggesting the closest of them
+// when it is a likely typo.
+func unknownKey(key string, keys []string) string {
+	if k := closest(key, keys); k != "" {
+		return fmt.Sprintf("unknown key %q (did you mean %q?)", key, k)
+	}
+	return fmt.Sprintf("unknown key %q", key)
+}
+
+// closest is the one of keys nearest to key by edit distance, if near
+// enough to be a typo of it (at most a third of its length, and at most
+// 3 edits); "" otherwise. Hand-written: a Levenshtein distance is a dozen
+// lines, and no library the project uses offers one.
+func closest(key string, keys []string) string {
+	best, bestD := "", min(3, max(1, len(key)/3))+1
+	for _, k := range keys {
+		if d := editDistance(key, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// yamlKeys are the YAML keys of a struct type's fields.
+func yamlKeys(t reflect.Type) []string {
+	var keys []string
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name != "" && name != "-" {
+			keys = append(keys, name)
+		}
+	}
+	return keys
+}
 
 // structFields looks up a struct's fields by their YAML key.
 func structFields(t reflect.Type) func(string) (reflect.Type, bool) {
@@ -156,7 +209,13 @@ func (s *schema) backend(n *yaml.Node, path string) {
 			return nil, true // checked above
 		}
 		return fields(key)
-	}, func(string) string { return fmt.Sprintf("not a key of a %s backend", b.Kind) })
+	}, func(key string) string {
+		msg := fmt.Sprintf("not a key of a %s backend", b.Kind)
+		if k := closest(key, yamlKeys(reflect.TypeOf(settings).Elem())); k != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", k)
+		}
+		return msg
+	})
 }
 
 // kindOf finds a backend mapping's kind: its own key (k set), else one

@@ -191,7 +191,7 @@ breaker: {failures: many}
 			"  " + bad + `:1: listen: invalid listen address "nope" (want host:port or :port)` + "\n",
 			"  " + bad + ":3: backends.main.dsn: environment variable PG_DSN is not set\n",
 			"  " + bad + ":3: backends.main.dsn: required for a postgres backend\n",
-			"  " + bad + `:5: tenants.a.upstream_tenat: unknown key "upstream_tenat"` + "\n",
+			"  " + bad + `:5: tenants.a.upstream_tenat: unknown key "upstream_tenat" (did you mean "upstream_tenant"?)` + "\n",
 			"  " + bad + `:7: cache.ttl: invalid duration "soon" (want e.g. 500ms, 10s, 5m)` + "\n",
 			"  " + bad + ":8: cache.max_bytes: environment variable CACHE_SIZE is not set\n",
 			"  " + bad + `:9: breaker.failures: invalid count "many" (want a whole number, 0 or more)` + "\n",
