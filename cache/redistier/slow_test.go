@@ -54,6 +54,10 @@ func newDelayProxy(t *testing.T, addr string, delay time.Duration) *delayProxy {
 				for {
 					n, err := s.Read(buf)
 					if n > 0 && p.slow.Load() {
+						// The delay is the fault injected (Redis answering late),
+						// not a wait for a condition: the test's assertions hold
+						// for any delay above the tier's timeout, and a loaded
+						// machine only makes it longer.
 						time.Sleep(p.delay)
 					}
 					if n > 0 {

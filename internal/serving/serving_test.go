@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"listingproxy/internal/serving"
+	"listingproxy/internal/testkit"
 )
 
 // TestShutdownDrainsInFlight starts a slow request, shuts down without a
@@ -52,14 +53,15 @@ func TestShutdownDrainsInFlight(t *testing.T) {
 	<-entered
 	cancel() // as SIGTERM does
 
-	for { // the listener closes at once: new connections are refused
+	// The listener closes at once: new connections are refused.
+	testkit.WaitFor(t, "the listener to refuse new connections", func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
-			break
+			return true
 		}
 		c.Close()
-		time.Sleep(5 * time.Millisecond)
-	}
+		return false
+	})
 	select {
 	case err := <-done:
 		t.Fatalf("Run returned %v while a request was in flight", err)
