@@ -302,7 +302,8 @@ done
 echo
 echo "targets (load average $(cut -d' ' -f1-3 /proc/loadavg)):"
 awk '
-	function field(line, k,   m) { if (match(line, k "=[-0-9.]+")) return substr(line, RSTART + length(k) + 1, RLENGTH - length(k) - 1); return "" }
+	# Numbers, not strings: "8.7" <= 10 compares as strings otherwise.
+	function field(line, k) { if (match(line, k "=[-0-9.]+")) return substr(line, RSTART + length(k) + 1, RLENGTH - length(k) - 1) + 0; return "" }
 	/^server=/ { n = $1; sub("server=", "", n); calls[n] = field($0, "calls_per_1k"); errs[n] = field($0, "errors"); rp99[n] = field($0, "repeat_p99_ms") }
 	/^restart / { n = $2; sub("server=", "", n); warm[n] = field($0, "warm_ok") }
 	function say(what, ok) { printf "  %-60s %s\n", what, ok ? "met" : "MISSED" }
