@@ -260,39 +260,79 @@ func (t *Tier) retryPurges(ctx context.Context) {
 		case <-t.retryKick:
 		}
 		for {
-			t.retryMu.Lock()
-			batch := make([]pendingPurge, 0, len(t.retryQ))
-			for _, pp := range t.retryQ {
-				batch = append(batch, pp)
-			}
-			t.retryMu.Unlock()
-			if len(batch) == 0 {
+			done, err := t.recordPending(ctx, func(ctx context.Context, pp pendingPurge) error {
+				_, err := exec(t, ctx, "purge", func(ctx context.Context) (uint64, error) {
+					return t.record(ctx, pp.p, pp.after)
+				})
+				return err
+			})
+			if done {
 				break
 			}
-			failed := false
-			for _, pp := range batch {
-				if _, err := exec(t, ctx, "purge", func(ctx context.Context) (uint64, error) {
-					return t.record(ctx, pp.p, pp.after)
-				}); err != nil {
-					failed = true
-					break
-				}
-				t.purgesSent.Add(1)
-				t.retryMu.Lock()
-				if cur, ok := t.retryQ[field(pp.p)]; ok && cur.seq == pp.seq {
-					delete(t.retryQ, field(pp.p))
-					t.pending.Add(-1)
-				}
-				t.retryMu.Unlock()
-			}
-			if !failed {
+			if err == nil {
 				bo.Reset()
 				continue
 			}
-			t.log.Debug("redistier: recording pending purges failed; retrying", "pending", t.pending.Load())
+			t.log.Debug("redistier: recording pending purges failed; retrying", "pending", t.pending.Load(), "err", err)
 			if !pause(ctx, bo) {
 				return
 			}
+		}
+	}
+}
+
+// recordPending records the purges pending now with rec, each counted out
+// when recorded and not merged with a newer one meanwhile; done when none
+// was pending, else the first failure (nil when all were recorded).
+func (t *Tier) recordPending(ctx context.Context, rec func(context.Context, pendingPurge) error) (done bool, err error) {
+	t.retryMu.Lock()
+	batch := make([]pendingPurge, 0, len(t.retryQ))
+	for _, pp := range t.retryQ {
+		batch = append(batch, pp)
+	}
+	t.retryMu.Unlock()
+	if len(batch) == 0 {
+		return true, nil
+	}
+	for _, pp := range batch {
+		if err := rec(ctx, pp); err != nil {
+			return false, err
+		}
+		t.purgesSent.Add(1)
+		t.retryMu.Lock()
+		if cur, ok := t.retryQ[field(pp.p)]; ok && cur.seq == pp.seq {
+			delete(t.retryQ, field(pp.p))
+			t.pending.Add(-1)
+		}
+		t.retryMu.Unlock()
+	}
+	return false, nil
+}
+
+// flushPending is Close's last try at the pending purges, until none is
+// left or ctx ends: a replica stopped by a deploy while Redis was slow or
+// away still tells the fleet what it purged if Redis answers in time. It
+// bypasses the breaker (open after the outage that made them pending, it
+// would refuse every try until its own timeout) and bounds each try by
+// the operation's deadline.
+func (t *Tier) flushPending(ctx context.Context) {
+	bo := newBackoff()
+	for ctx.Err() == nil {
+		done, err := t.recordPending(ctx, func(ctx context.Context, pp pendingPurge) error {
+			octx, cancel := context.WithTimeout(ctx, t.deadline)
+			defer cancel()
+			start := time.Now()
+			_, err := t.record(octx, pp.p, pp.after)
+			if t.observe != nil {
+				t.observe("purge", time.Since(start), err)
+			}
+			return err
+		})
+		if done {
+			return
+		}
+		if err != nil && !pause(ctx, bo) {
+			return
 		}
 	}
 }

@@ -194,3 +194,63 @@ func TestPendingPurgeRecordedWhenRedisReturns(t *testing.T) {
 		t.Errorf("a replica started after Redis came back received %d purges, want the recorded one", n)
 	}
 }
+
+// A replica stopped (a deploy) while a purge is pending records it on its
+// way out when Redis answers within Options.CloseFlush, and gives it up
+// after CloseFlush when Redis stays away: Close never hangs on it.
+func TestCloseRecordsPendingPurges(t *testing.T) {
+	redisAddr(t)
+	for _, back := range []bool{true, false} {
+		t.Run(fmt.Sprintf("redis back %v", back), func(t *testing.T) {
+			port := freePort(t)
+			srv := startRedis(t, port)
+			rdb, err := redistier.Dial(redistier.ClientOptions{Addrs: []string{fmt.Sprintf("127.0.0.1:%d", port)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = rdb.Close() })
+			p := "lptest:closeflush:"
+			// Back: as long as a loaded machine may need (Close returns
+			// once recorded); away: short, since it is waited out.
+			flush := 300 * time.Millisecond
+			if back {
+				flush = time.Minute
+			}
+			r := newReplicaWith(t, rdb, redistier.Options{KeyPrefix: p, CloseFlush: flush}, nil)
+			redistier.HoldRetries(r.tier) // only Close may record it
+			if _, _, err := r.store.Get(context.Background(), key, pol, loaderOf("old")); err != nil {
+				t.Fatal(err)
+			}
+			_ = srv.Process.Kill()
+			_ = srv.Wait()
+			err = r.store.PurgeContext(context.Background(), cache.Purge{Tenant: "summit", Resource: "property", Mode: cache.Hard})
+			if !errors.Is(err, cache.ErrPurgePending) {
+				t.Fatalf("purge with Redis down: %v; want it pending", err)
+			}
+			if back {
+				startRedis(t, port)
+			}
+			if n := r.tier.Stats().PurgesPending; n != 1 {
+				t.Fatalf("pending before Close: %d, want 1 (the background retry is held)", n)
+			}
+			r.tier.Close()
+			pending := r.tier.Stats().PurgesPending
+			if !back {
+				if pending != 1 {
+					t.Errorf("pending after Close with Redis away: %d, want the purge still counted (given up, logged)", pending)
+				}
+				return
+			}
+			if pending != 0 {
+				t.Errorf("pending after Close with Redis back: %d, want 0", pending)
+			}
+			rec, err := rdb.HGet(context.Background(), p+"{gens}", "r\x00summit\x00property").Result()
+			if err != nil {
+				t.Fatalf("Close did not record the pending purge: %v", err)
+			}
+			if f, h, ok := parse(rec); !ok || h == 0 || h != f {
+				t.Errorf("record %q: want a hard purge", rec)
+			}
+		})
+	}
+}

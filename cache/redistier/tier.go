@@ -33,6 +33,10 @@ const (
 	// waited on a filler that died takes its lease with time left to
 	// fill.
 	DefaultLease = 5 * time.Second
+	// DefaultCloseFlush is how long Close tries to record pending purges:
+	// well within a deployment's usual termination grace (30s), long
+	// enough for a Redis that is merely slow.
+	DefaultCloseFlush = 5 * time.Second
 	// DefaultBreakerFailures failed operations in a row open the breaker
 	// for DefaultBreakerOpenFor.
 	DefaultBreakerFailures = 5
@@ -61,6 +65,10 @@ type Options struct {
 	// Logger receives breaker state changes and subscription trouble.
 	// Default: discard.
 	Logger *slog.Logger
+	// CloseFlush bounds how long Close goes on recording the purges
+	// still pending (see Tier.Purge) before it gives them up. Default
+	// DefaultCloseFlush (5s).
+	CloseFlush time.Duration
 	// Observe, when set, is called after every Redis operation with its
 	// name (get, claim, set, abandon, drop, purge, covering, sync), duration and
 	// error (nil for success and for a miss): the metrics hook.
@@ -145,6 +153,7 @@ type Tier struct {
 	retrySeq    uint64
 	retryStop   context.CancelFunc // nil until the first requeue
 	retryClosed bool               // Close has run: no more retries start
+	closeFlush  time.Duration      // Options.CloseFlush
 	retryDone   chan struct{}
 	retryKick   chan struct{}
 }
@@ -175,11 +184,15 @@ func New(rdb redis.UniversalClient, o Options) *Tier {
 	if o.MaxRecords <= 0 {
 		o.MaxRecords = cache.DefaultMaxRecords
 	}
+	if o.CloseFlush <= 0 {
+		o.CloseFlush = DefaultCloseFlush
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	t := &Tier{
-		rdb: rdb, prefix: o.KeyPrefix, maxSize: o.MaxEntryBytes, timeout: o.Timeout, lease: o.Lease,
+		closeFlush: o.CloseFlush,
+		rdb:        rdb, prefix: o.KeyPrefix, maxSize: o.MaxEntryBytes, timeout: o.Timeout, lease: o.Lease,
 		maxRecords: o.MaxRecords, deadline: deadline(o.Timeout),
 		log: o.Logger, observe: o.Observe,
 		filledCh: o.KeyPrefix + "filled", purgeCh: o.KeyPrefix + "purge",
@@ -247,8 +260,13 @@ func (t *Tier) Close() {
 		rstop()
 		<-rdone
 	}
+	if t.pending.Load() > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), t.closeFlush)
+		t.flushPending(ctx)
+		cancel()
+	}
 	if n := t.pending.Load(); n > 0 {
-		t.log.Warn("redistier: purges not recorded for the fleet at close: the other replicas keep the purged entries until they expire or are purged again", "pending", n)
+		t.log.Warn("redistier: purges not recorded for the fleet at close: the other replicas keep the purged entries until they expire or are purged again", "pending", n, "tried_for", t.closeFlush)
 	}
 }
 
