@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+	"golang.org/x/sync/semaphore"
 )
 
 // operatorAuth checks the operator's Basic credentials with bounded cost.
@@ -37,12 +38,12 @@ type operatorAuth struct {
 	user, hash string
 	key        [32]byte
 	verified   atomic.Pointer[[sha256.Size]byte]
-	slot       chan struct{} // capacity 1: the one bcrypt allowed to run
+	slot       *semaphore.Weighted // of 1: the one bcrypt allowed to run
 	failures   *failureThrottle
 }
 
 func newOperatorAuth(user, hash string) *operatorAuth {
-	a := &operatorAuth{user: user, hash: hash, slot: make(chan struct{}, 1),
+	a := &operatorAuth{user: user, hash: hash, slot: semaphore.NewWeighted(1),
 		failures: newFailureThrottle(time.Now, DefaultRefusalDelay)}
 	rand.Read(a.key[:]) // never fails (crypto/rand)
 	return a
@@ -77,9 +78,7 @@ func (a *operatorAuth) require(next http.Handler) http.Handler {
 			a.failures.refuse(w, r, wait)
 			return
 		}
-		select {
-		case a.slot <- struct{}{}:
-		default:
+		if !a.slot.TryAcquire(1) {
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "admin credential check busy: retry", http.StatusTooManyRequests)
 			return
@@ -87,7 +86,7 @@ func (a *operatorAuth) require(next http.Handler) http.Handler {
 		// The username is compared after the bcrypt, so that a wrong name
 		// costs what a wrong password does.
 		good := bcrypt.CompareHashAndPassword([]byte(a.hash), []byte(pass)) == nil
-		<-a.slot
+		a.slot.Release(1)
 		if !good || subtle.ConstantTimeCompare([]byte(user), []byte(a.user)) != 1 {
 			a.failures.fail(addr)
 			deny(w)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"maps"
@@ -15,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/crypto/bcrypt"
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
 	"golang.org/x/time/rate"
 
@@ -213,9 +215,9 @@ const (
 type authGuard struct {
 	now       func() time.Time
 	clientIP  clientip.Resolver
-	admit     chan struct{} // a slot per worker and per queue place
-	checks    *rate.Limiter // checks started a second; nil: no bound
-	work      chan struct{} // a slot per worker
+	admit     *semaphore.Weighted // a slot per worker and per queue place
+	checks    *rate.Limiter       // checks started a second; nil: no bound
+	work      *semaphore.Weighted // a slot per worker
 	addresses *bucketTable[netip.Addr]
 	usernames *bucketTable[string]
 	verified  int // memo size of each authenticator
@@ -232,8 +234,8 @@ func newAuthGuard(o AuthOptions, now func() time.Time) *authGuard {
 	g := &authGuard{
 		now:       now,
 		clientIP:  o.ClientIP,
-		admit:     make(chan struct{}, workers+queue),
-		work:      make(chan struct{}, workers),
+		admit:     semaphore.NewWeighted(int64(workers + queue)),
+		work:      semaphore.NewWeighted(int64(workers)),
 		addresses: newBucketTable[netip.Addr](orLimit(o.AddressFailures, DefaultAddressFailures), maxBuckets),
 		usernames: newBucketTable[string](orLimit(o.UsernameFailures, DefaultUsernameFailures), maxBuckets),
 		verified:  cmp.Or(max(o.VerifiedEntries, 0), DefaultVerifiedEntries),
@@ -264,13 +266,13 @@ func (g *authGuard) check(fn func()) bool {
 	if g.checks != nil && !g.checks.AllowN(g.now(), 1) {
 		return false
 	}
-	select {
-	case g.admit <- struct{}{}:
-	default:
+	if !g.admit.TryAcquire(1) {
 		return false
 	}
-	g.work <- struct{}{}
-	defer func() { <-g.work; <-g.admit }()
+	defer g.admit.Release(1)
+	// Admitted, so at most the queue's length of checks is ahead.
+	_ = g.work.Acquire(context.Background(), 1) // fails only when its context ends
+	defer g.work.Release(1)
 	fn()
 	return true
 }

@@ -27,6 +27,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"listingproxy/docdiff"
 	"listingproxy/internal/legacyfixture"
 )
@@ -186,16 +188,15 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 // the results in the order of paths.
 func compareAll(ctx context.Context, hc *http.Client, old, nw side, paths []string, concurrency int, ignoreCT bool) []result {
 	results := make([]result, len(paths))
-	sem := make(chan struct{}, concurrency)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(max(concurrency, 1))
 	for i, p := range paths {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
+		g.Go(func() error {
 			results[i] = comparePath(ctx, hc, old, nw, p, ignoreCT)
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait() // comparePath reports its failures in its result
 	return results
 }
 

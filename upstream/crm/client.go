@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
 
 	"listingproxy/normalize"
@@ -157,7 +158,9 @@ type Client struct {
 	base        *url.URL
 	creds       map[string]Credential
 	timeout     time.Duration
-	sem         chan struct{}
+	sem         *semaphore.Weighted // MaxConcurrency calls at once
+	maxConc     int
+	inFlight    atomic.Int64 // calls holding a slot
 	budget      *budget
 	maxBody     int64
 	limits      limits
@@ -277,7 +280,7 @@ func New(o Options) (*Client, error) {
 	c.base.Path = strings.TrimRight(c.base.Path, "/")
 	c.base.RawPath = ""
 	maxConc := orDefault(o.MaxConcurrency, DefaultMaxConcurrency)
-	c.sem = make(chan struct{}, maxConc)
+	c.sem, c.maxConc = semaphore.NewWeighted(int64(maxConc)), maxConc
 	c.budget = newBudget(orDefault(o.MaxDecodingBytes, max(DefaultMaxDecodingBytes, c.maxBody)))
 	if c.now == nil {
 		c.now = time.Now
@@ -359,7 +362,7 @@ type Stats struct {
 func (c *Client) Stats() Stats {
 	return Stats{
 		Calls:    c.stats.calls.Load(),
-		InFlight: int64(len(c.sem)),
+		InFlight: c.inFlight.Load(),
 
 		DecodingBytes: c.budget.inUse.Load(),
 		BudgetWaits:   c.budget.waits.Load(),

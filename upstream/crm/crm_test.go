@@ -538,7 +538,7 @@ func TestNewOptions(t *testing.T) {
 					t.Fatalf("New: %v", err)
 				}
 				c.Close()
-				if c.timeout != DefaultTimeout || cap(c.sem) != DefaultMaxConcurrency || c.maxBody != DefaultMaxBodyBytes ||
+				if c.timeout != DefaultTimeout || c.maxConc != DefaultMaxConcurrency || c.maxBody != DefaultMaxBodyBytes ||
 					c.hydrateConc != DefaultHydrateConcurrency || c.docTTL != DefaultDocTTL || c.transport == nil || c.now == nil {
 					t.Errorf("defaults not applied: %+v", c)
 				}

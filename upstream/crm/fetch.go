@@ -84,17 +84,16 @@ func (c *Client) call(ctx context.Context, s upstream.Scope, q url.Values, path 
 		return fmt.Errorf("%w: %s%w", errRequest, what, err)
 	}
 
-	select {
-	case c.sem <- struct{}{}:
-		defer func() { <-c.sem }()
-	case <-callCtx.Done():
+	if err := c.sem.Acquire(callCtx, 1); err != nil {
 		if err := ctx.Err(); errors.Is(err, context.Canceled) {
 			return err
 		}
 		// Our own bound was full until a deadline passed (ours or the
 		// caller's): nothing of the CRM's doing.
-		return fmt.Errorf("waiting for one of %d slots: %w", cap(c.sem), upstream.ErrBusy)
+		return fmt.Errorf("waiting for one of %d slots: %w", c.maxConc, upstream.ErrBusy)
 	}
+	c.inFlight.Add(1)
+	defer func() { c.inFlight.Add(-1); c.sem.Release(1) }()
 
 	req, err := http.NewRequestWithContext(callCtx, http.MethodGet, u.String(), nil)
 	if err != nil {

@@ -1,16 +1,15 @@
 package crm
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
+	lrucache "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/errgroup"
 
 	"listingproxy/normalize"
@@ -164,50 +163,29 @@ func cloneProperty(p upstream.Property) upstream.Property {
 	return p
 }
 
-// lru is a small bounded map that forgets its least recently used entries.
+// lru is a bounded map that forgets its least recently used entries
+// (hashicorp/golang-lru), each value kept with the time it was stored.
 type lru[K comparable, V any] struct {
-	mu  sync.Mutex
-	max int
-	ll  *list.List // of *lruEntry[K, V], most recent first
-	m   map[K]*list.Element
+	c *lrucache.Cache[K, stamped[V]]
 }
 
-type lruEntry[K comparable, V any] struct {
-	key K
+type stamped[V any] struct {
 	val V
 	at  time.Time
 }
 
 func newLRU[K comparable, V any](max int) *lru[K, V] {
-	return &lru[K, V]{max: max, ll: list.New(), m: make(map[K]*list.Element)}
+	c, err := lrucache.New[K, stamped[V]](max)
+	if err != nil {
+		panic(err) // max is one of this package's positive constants
+	}
+	return &lru[K, V]{c: c}
 }
 
 // get returns the value stored under k and when it was stored.
 func (l *lru[K, V]) get(k K) (v V, at time.Time, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e, ok := l.m[k]
-	if !ok {
-		return v, at, false
-	}
-	l.ll.MoveToFront(e)
-	ent := e.Value.(*lruEntry[K, V])
-	return ent.val, ent.at, true
+	e, ok := l.c.Get(k)
+	return e.val, e.at, ok
 }
 
-func (l *lru[K, V]) put(k K, v V, at time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if e, ok := l.m[k]; ok {
-		ent := e.Value.(*lruEntry[K, V])
-		ent.val, ent.at = v, at
-		l.ll.MoveToFront(e)
-		return
-	}
-	l.m[k] = l.ll.PushFront(&lruEntry[K, V]{key: k, val: v, at: at})
-	for l.ll.Len() > l.max {
-		oldest := l.ll.Back()
-		l.ll.Remove(oldest)
-		delete(l.m, oldest.Value.(*lruEntry[K, V]).key)
-	}
-}
+func (l *lru[K, V]) put(k K, v V, at time.Time) { l.c.Add(k, stamped[V]{v, at}) }

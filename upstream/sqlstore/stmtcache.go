@@ -1,14 +1,15 @@
 package sqlstore
 
 import (
-	"container/list"
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
 // stmtCache keeps prepared statements by SQL text, evicting the least
@@ -28,18 +29,20 @@ import (
 // every client: the cache is smaller there (DefaultMySQLPreparedStatements),
 // and a prepare the server refuses (error 1461) runs the query unprepared
 // (see Store.eachOnce, tooManyPrepared).
+//
+// The order is hashicorp/golang-lru's simplelru, under the cache's own
+// mutex: the same lock keeps each statement's count of users, so that an
+// evicted statement is closed only once no query uses it.
 type stmtCache struct {
-	db  *sql.DB
-	max int
+	db *sql.DB
 	// unprepared counts queries run unprepared because the server refused
 	// to prepare them (tooManyPrepared).
 	unprepared atomic.Int64
 	// prepare prepares a statement; tests replace it to inject failures.
 	prepare func(ctx context.Context, text string) (*sql.Stmt, error)
 
-	mu    sync.Mutex
-	byTxt map[string]*list.Element // of *cachedStmt
-	lru   list.List                // front: most recently used
+	mu  sync.Mutex
+	lru *simplelru.LRU[string, *cachedStmt]
 }
 
 type cachedStmt struct {
@@ -49,8 +52,20 @@ type cachedStmt struct {
 	evicted bool // out of the cache: closed when refs falls to 0
 }
 
-func newStmtCache(db *sql.DB, max int) *stmtCache {
-	return &stmtCache{db: db, max: max, byTxt: map[string]*list.Element{}, prepare: db.PrepareContext}
+func newStmtCache(db *sql.DB, size int) *stmtCache {
+	c := &stmtCache{db: db, prepare: db.PrepareContext}
+	// Evicted under c.mu (by Add): closed now if unused, else by release.
+	lru, err := simplelru.NewLRU(max(size, 1), func(_ string, cs *cachedStmt) {
+		cs.evicted = true
+		if cs.refs == 0 {
+			_ = cs.stmt.Close()
+		}
+	})
+	if err != nil {
+		panic(err) // the size is at least 1
+	}
+	c.lru = lru
+	return c
 }
 
 // get returns the prepared statement of text, preparing it on a miss, and
@@ -59,9 +74,7 @@ func newStmtCache(db *sql.DB, max int) *stmtCache {
 // statement, and would otherwise wait only for rows already open).
 func (c *stmtCache) get(ctx context.Context, text string) (*sql.Stmt, func(), error) {
 	c.mu.Lock()
-	if el, ok := c.byTxt[text]; ok {
-		c.lru.MoveToFront(el)
-		cs := el.Value.(*cachedStmt)
+	if cs, ok := c.lru.Get(text); ok {
 		cs.refs++
 		c.mu.Unlock()
 		return cs.stmt, func() { c.release(cs) }, nil
@@ -76,23 +89,13 @@ func (c *stmtCache) get(ctx context.Context, text string) (*sql.Stmt, func(), er
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.byTxt[text]; ok {
+	if cs, ok := c.lru.Get(text); ok {
 		_ = st.Close()
-		c.lru.MoveToFront(el)
-		cs := el.Value.(*cachedStmt)
 		cs.refs++
 		return cs.stmt, func() { c.release(cs) }, nil
 	}
 	cs := &cachedStmt{text: text, stmt: st, refs: 1}
-	c.byTxt[text] = c.lru.PushFront(cs)
-	for c.lru.Len() > c.max {
-		old := c.lru.Remove(c.lru.Back()).(*cachedStmt)
-		delete(c.byTxt, old.text)
-		old.evicted = true
-		if old.refs == 0 {
-			_ = old.stmt.Close()
-		}
-	}
+	c.lru.Add(text, cs)
 	return st, func() { c.release(cs) }, nil
 }
 
@@ -108,10 +111,8 @@ func (c *stmtCache) release(cs *cachedStmt) {
 func (c *stmtCache) texts() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []string
-	for el := c.lru.Front(); el != nil; el = el.Next() {
-		out = append(out, el.Value.(*cachedStmt).text)
-	}
+	out := c.lru.Keys() // oldest first
+	slices.Reverse(out)
 	return out
 }
 
@@ -120,11 +121,7 @@ func (c *stmtCache) texts() []string {
 func (c *stmtCache) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for el := c.lru.Front(); el != nil; el = el.Next() {
-		_ = el.Value.(*cachedStmt).stmt.Close()
-	}
-	c.lru.Init()
-	clear(c.byTxt)
+	c.lru.Purge() // the eviction callback closes each (none is in use)
 }
 
 // tooManyPrepared reports MySQL's and MariaDB's refusal to prepare one more

@@ -182,8 +182,8 @@ func TestMySQLGeoCandidatesUnprepared(t *testing.T) {
 	}
 	count := st.geoCountQuery(tenant, sc.Country, r)
 	st.stmts.mu.Lock()
-	_, prepared := st.stmts.byTxt[candidates.String()]
-	_, countPrepared := st.stmts.byTxt[count.String()]
+	prepared := st.stmts.lru.Contains(candidates.String())
+	countPrepared := st.stmts.lru.Contains(count.String())
 	st.stmts.mu.Unlock()
 	if prepared {
 		t.Errorf("geo_candidates is in the statement cache: %s", candidates)
@@ -211,7 +211,7 @@ func TestMySQLOneTextForAnyPageSize(t *testing.T) {
 	texts := func() int {
 		st.stmts.mu.Lock()
 		defer st.stmts.mu.Unlock()
-		return len(st.stmts.byTxt)
+		return st.stmts.lru.Len()
 	}
 	for _, shape := range shapes {
 		if _, err := st.ListProperties(ctx, s, parseProps(t, shape+"&limit=20")); err != nil {
@@ -237,10 +237,7 @@ func TestMySQLOneTextForAnyPageSize(t *testing.T) {
 	}
 	if after := texts(); after != before {
 		st.stmts.mu.Lock()
-		var all []string
-		for text := range st.stmts.byTxt {
-			all = append(all, text)
-		}
+		all := st.stmts.lru.Keys()
 		st.stmts.mu.Unlock()
 		slices.Sort(all)
 		t.Errorf("lists of limits 1-12 added %d statement texts to the %d of limit 20, want none:\n%s", after-before, before, strings.Join(all, "\n"))

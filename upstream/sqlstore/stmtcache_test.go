@@ -46,7 +46,9 @@ func TestStatementCacheEvictsInUse(t *testing.T) {
 		queries = append(queries, "detail=full&limit=12&order="+order, "limit=5&offset=3&order="+order)
 	}
 	want := unpreparedAnswers(t, st, s, queries)
-	st.stmts.max = 2
+	st.stmts.mu.Lock()
+	st.stmts.lru.Resize(2)
+	st.stmts.mu.Unlock()
 
 	const workers = 6
 	errs := make(chan error, workers)
