@@ -35,7 +35,7 @@
 #     cache.ttl); nginx and Varnish are configured as their users would for
 #     a slow origin: nginx proxy_cache_lock, proxy_cache_use_stale updating
 #     error timeout and proxy_cache_background_update; Varnish grace GRACE
-#     (default 5m, listingproxy's stale_while_revalidate). Both key their
+#     (default 10m, listingproxy's stale_while_revalidate). Both key their
 #     cache on the Authorization header (and nginx on Accept-Encoding; both
 #     honour the CRM's Vary), so no tenant or permission level ever gets
 #     another's body.
@@ -74,7 +74,7 @@ SINGLES=${SINGLES:-0.1}
 GZIP=${GZIP:-0.5}
 SEED=${SEED:-1}
 TTL=${TTL:-60s}
-GRACE=${GRACE:-5m}
+GRACE=${GRACE:-10m}
 FEED_TTL=${FEED_TTL:-1h}
 WARM_MAX=${WARM_MAX:-1000}
 SERVERS=${SERVERS:-listingproxy nginx varnish listingproxy-feed}

@@ -318,7 +318,11 @@ const DefaultMaxResults = 1000
 // (docs/configuration.md lists them).
 var DefaultPolicy = cache.Policy{
 	TTL:                  60 * time.Second,
-	StaleWhileRevalidate: 5 * time.Minute,
+	// As nginx keeps (and, with proxy_cache_use_stale updating, serves)
+	// an entry asked for within its default inactive=10m: a key asked
+	// again within ten minutes of expiring is answered at once, and
+	// refreshed behind (docs/configuration.md, cache.stale_while_revalidate).
+	StaleWhileRevalidate: 10 * time.Minute,
 	StaleIfError:         time.Hour,
 	NegativeTTL:          10 * time.Second,
 	FillTimeout:          cache.DefaultFillTimeout,

@@ -14,6 +14,7 @@ import (
 
 	"listingproxy/config"
 	"listingproxy/internal/testkit"
+	"listingproxy/proxy"
 )
 
 // diskConfig is the demo configuration with cache.disk on a file of the
@@ -126,7 +127,7 @@ func TestDiskTierRestartServesWarmKeys(t *testing.T) {
 	}
 	stopApp(b)
 
-	clock.Advance(60*time.Second + 5*time.Minute + time.Second) // past ttl + stale_while_revalidate
+	clock.Advance(proxy.DefaultPolicy.TTL + proxy.DefaultPolicy.StaleWhileRevalidate + time.Second) // past ttl + stale_while_revalidate
 	c := diskApp(t, path, clock.Now)
 	tripBreaker(t, c, 5)
 	for i, d := range diskTargets {

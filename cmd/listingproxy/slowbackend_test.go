@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"listingproxy/internal/testkit"
+	"listingproxy/proxy"
 	"listingproxy/upstream/breaker"
 )
 
@@ -89,7 +90,7 @@ func TestBusyBackendAnswersStaleOrFast503(t *testing.T) {
 			t.Errorf("cold request while busy: %d Retry-After %q %s, want 503, Retry-After 1 and the spec's body", w.Code, w.Header().Get("Retry-After"), w.Body)
 		}
 	}
-	clk.Advance(time.Minute + 5*time.Minute + time.Second) // past ttl and stale_while_revalidate
+	clk.Advance(proxy.DefaultPolicy.TTL + proxy.DefaultPolicy.StaleWhileRevalidate + time.Second) // past ttl and stale_while_revalidate
 	// The CRM's answer is kept once for every variant (docs/crm.md, "One
 	// fetch serves every variant"): the variant is rendered from its stale
 	// copy, without a CRM call.
