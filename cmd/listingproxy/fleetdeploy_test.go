@@ -20,23 +20,36 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/crypto/bcrypt"
 	"gopkg.in/yaml.v3"
 
 	"listingproxy/config"
 )
 
-// The fleet's deployment files (issue 14): docker compose in deploy/compose,
-// Kubernetes in deploy/kubernetes. No container engine or cluster runs here,
-// so these tests check what would otherwise fail only at deploy time: the
-// configuration each replica runs is valid with exactly the environment the
-// files give it, the commands are ones serve accepts, the probes ask the
-// admin listener that configuration opens, the grace periods cover the
-// drain, and names (images, services, ports) agree across the files.
+// The fleet's deployment files: docker compose in deploy/compose,
+// Kubernetes in deploy/k8s (a kustomize base and the dev and prod overlays).
+// No container engine or cluster runs here, so these tests check what would
+// otherwise fail only at deploy time: the configuration each replica runs is
+// valid with exactly the environment the files (and the secrets
+// deploy/README.md tells the operator to create) give it, the commands are
+// ones serve accepts, the probes ask the admin listener that configuration
+// opens, the grace periods cover the drain, names (images, services, ports)
+// agree across the files, and no demo credential is shipped. CI also runs
+// kustomize build on each overlay and docker-compose config on the compose
+// file (.ci/run).
 
 const (
 	composeDir = "../../deploy/compose"
-	k8sDir     = "../../deploy/kubernetes"
+	k8sDir     = "../../deploy/k8s"
+	deployDoc  = "../../deploy/README.md"
+	// k8sSecret is the Secret the Deployment reads, created by the operator
+	// with the command deploy/README.md gives, never part of the manifests.
+	k8sSecret = "listingproxy-secrets"
 )
+
+// k8sOverlays are the shapes under deploy/k8s/overlays and the fewest
+// replicas each must run.
+var k8sOverlays = map[string]int{"dev": 1, "prod": 2}
 
 // k8sObject is the part of a Kubernetes manifest these checks read.
 type k8sObject struct {
@@ -117,58 +130,182 @@ type probe struct {
 	FailureThreshold int `yaml:"failureThreshold"`
 }
 
-// readK8s returns every object of the files kustomization.yaml lists, and
-// checks that it lists every manifest of the directory.
-func readK8s(t *testing.T) []k8sObject {
+// kustomization is the part of a kustomization.yaml this emulation of
+// kustomize build understands: resources (files and directories),
+// ConfigMap generators (create and merge), replicas and images. Anything
+// else fails the test, so that the checks never read manifests that differ
+// from what kustomize builds (CI runs kustomize build itself too).
+type kustomization struct {
+	APIVersion         string           `yaml:"apiVersion"`
+	Kind               string           `yaml:"kind"`
+	Namespace          string           `yaml:"namespace"`
+	Labels             []any            `yaml:"labels"`
+	Resources          []string         `yaml:"resources"`
+	ConfigMapGenerator []configMapGen   `yaml:"configMapGenerator"`
+	Replicas           []kustomizeCount `yaml:"replicas"`
+	Images             []kustomizeImage `yaml:"images"`
+	Other              map[string]any   `yaml:",inline"`
+}
+
+type configMapGen struct {
+	Name     string   `yaml:"name"`
+	Behavior string   `yaml:"behavior"`
+	Files    []string `yaml:"files"`
+	Literals []string `yaml:"literals"`
+}
+
+type kustomizeCount struct {
+	Name  string `yaml:"name"`
+	Count int    `yaml:"count"`
+}
+
+type kustomizeImage struct {
+	Name    string `yaml:"name"`
+	NewName string `yaml:"newName"`
+	NewTag  string `yaml:"newTag"`
+	Digest  string `yaml:"digest"`
+}
+
+// kustomize returns the objects the kustomization in dir builds (generated
+// ConfigMaps keep their names, without kustomize's hash suffix), and checks
+// that it lists every manifest of its directory.
+func kustomize(t *testing.T, dir string) []k8sObject {
 	t.Helper()
-	var kust struct {
-		Resources []string `yaml:"resources"`
-	}
-	src, err := os.ReadFile(filepath.Join(k8sDir, "kustomization.yaml"))
+	src, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := yaml.Unmarshal(src, &kust); err != nil {
-		t.Fatalf("kustomization.yaml: %v", err)
+	var k kustomization
+	if err := yaml.Unmarshal(src, &k); err != nil {
+		t.Fatalf("%s/kustomization.yaml: %v", dir, err)
 	}
-	files, _ := filepath.Glob(filepath.Join(k8sDir, "*.yaml"))
-	var onDisk []string
-	for _, f := range files {
-		if b := filepath.Base(f); b != "kustomization.yaml" {
-			onDisk = append(onDisk, b)
-		}
+	if len(k.Other) > 0 {
+		t.Fatalf("%s/kustomization.yaml: %v: not understood by this test's emulation of kustomize; extend kustomize()", dir, slices.Sorted(maps.Keys(k.Other)))
 	}
-	listed := slices.Sorted(slices.Values(kust.Resources))
-	if diff := cmp.Diff(onDisk, listed); diff != "" {
-		t.Errorf("kustomization.yaml resources vs the directory's manifests (-files +listed):\n%s", diff)
-	}
+	used := map[string]bool{"kustomization.yaml": true}
 	var objs []k8sObject
-	for _, name := range kust.Resources {
-		f, err := os.Open(filepath.Join(k8sDir, name))
-		if err != nil {
-			t.Fatal(err)
+	for _, res := range k.Resources {
+		p := filepath.Join(dir, res)
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			objs = append(objs, kustomize(t, p)...)
+			continue
 		}
-		dec := yaml.NewDecoder(f)
-		for i := 1; ; i++ {
-			var node yaml.Node
-			if err := dec.Decode(&node); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				t.Fatalf("%s, document %d: %v", name, i, err)
+		used[res] = true
+		objs = append(objs, readManifests(t, p)...)
+	}
+	for _, g := range k.ConfigMapGenerator {
+		data := map[string]string{}
+		for _, f := range g.Files {
+			b, err := os.ReadFile(filepath.Join(dir, f))
+			if err != nil {
+				t.Fatalf("%s: configMapGenerator %s: %v", dir, g.Name, err)
+			}
+			used[f] = true
+			data[filepath.Base(f)] = string(b)
+		}
+		for _, l := range g.Literals {
+			key, value, ok := strings.Cut(l, "=")
+			if !ok {
+				t.Fatalf("%s: configMapGenerator %s: literal %q is not KEY=VALUE", dir, g.Name, l)
+			}
+			data[key] = value
+		}
+		i := slices.IndexFunc(objs, func(o k8sObject) bool { return o.Kind == "ConfigMap" && o.Metadata.Name == g.Name })
+		switch g.Behavior {
+		case "", "create":
+			if i >= 0 {
+				t.Fatalf("%s: configMapGenerator %s: the ConfigMap exists already (behavior merge or replace?)", dir, g.Name)
 			}
 			var o k8sObject
-			if err := node.Decode(&o); err != nil {
-				t.Fatalf("%s, document %d: %v", name, i, err)
-			}
-			if err := node.Decode(&o.raw); err != nil {
-				t.Fatalf("%s, document %d: %v", name, i, err)
-			}
-			if o.APIVersion == "" || o.Kind == "" || o.Metadata.Name == "" {
-				t.Errorf("%s, document %d: want apiVersion, kind and metadata.name", name, i)
-			}
+			o.APIVersion, o.Kind, o.Metadata.Name, o.Data = "v1", "ConfigMap", g.Name, data
 			objs = append(objs, o)
+		case "merge":
+			if i < 0 {
+				t.Fatalf("%s: configMapGenerator %s merges into no ConfigMap of its resources", dir, g.Name)
+			}
+			merged := map[string]string{}
+			maps.Copy(merged, objs[i].Data)
+			maps.Copy(merged, data)
+			objs[i].Data = merged
+		default:
+			t.Fatalf("%s: configMapGenerator %s: behavior %q not understood by this test", dir, g.Name, g.Behavior)
 		}
-		f.Close()
+	}
+	for _, r := range k.Replicas {
+		i := slices.IndexFunc(objs, func(o k8sObject) bool { return o.Kind == "Deployment" && o.Metadata.Name == r.Name })
+		if i < 0 {
+			t.Fatalf("%s: replicas of %s, which is no Deployment of its resources", dir, r.Name)
+		}
+		objs[i].Spec.Replicas = &r.Count
+	}
+	for _, img := range k.Images {
+		if img.NewName == "" && img.NewTag == "" && img.Digest == "" {
+			continue
+		}
+		found := false
+		for i := range objs {
+			cs := slices.Clone(objs[i].Spec.Template.Spec.Containers)
+			for j, c := range cs {
+				if name, _, _ := strings.Cut(c.Image, ":"); name != img.Name {
+					continue
+				}
+				found = true
+				ref := img.Name
+				if img.NewName != "" {
+					ref = img.NewName
+				}
+				switch {
+				case img.Digest != "":
+					ref += "@" + img.Digest
+				case img.NewTag != "":
+					ref += ":" + img.NewTag
+				}
+				cs[j].Image = ref
+			}
+			objs[i].Spec.Template.Spec.Containers = cs
+		}
+		if !found {
+			t.Errorf("%s: images: no container runs image %s", dir, img.Name)
+		}
+	}
+
+	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	for _, f := range files {
+		if b := filepath.Base(f); !used[b] {
+			t.Errorf("%s: %s is neither a resource nor a generator's file of kustomization.yaml", dir, b)
+		}
+	}
+	return objs
+}
+
+// readManifests decodes every object of a manifest file.
+func readManifests(t *testing.T, file string) []k8sObject {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var objs []k8sObject
+	dec := yaml.NewDecoder(f)
+	for i := 1; ; i++ {
+		var node yaml.Node
+		if err := dec.Decode(&node); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("%s, document %d: %v", file, i, err)
+		}
+		var o k8sObject
+		if err := node.Decode(&o); err != nil {
+			t.Fatalf("%s, document %d: %v", file, i, err)
+		}
+		if err := node.Decode(&o.raw); err != nil {
+			t.Fatalf("%s, document %d: %v", file, i, err)
+		}
+		if o.APIVersion == "" || o.Kind == "" || o.Metadata.Name == "" {
+			t.Errorf("%s, document %d: want apiVersion, kind and metadata.name", file, i)
+		}
+		objs = append(objs, o)
 	}
 	return objs
 }
@@ -180,7 +317,7 @@ func findObject(t *testing.T, objs []k8sObject, kind, name string) k8sObject {
 			return o
 		}
 	}
-	t.Fatalf("no %s %q in deploy/kubernetes", kind, name)
+	t.Fatalf("no %s %q in the manifests", kind, name)
 	return k8sObject{}
 }
 
@@ -277,21 +414,90 @@ func probePort(c container, p any) int {
 	return -1
 }
 
-// TestKubernetesManifests: the Deployment's configuration (the ConfigMap)
-// loads with exactly the environment the ConfigMap and Secret give it; its
-// probes ask that configuration's admin listener; the grace period covers
-// the drain; the Services select the pods and name real ports; Redis is
-// there under the name the configuration dials.
+// TestKubernetesManifests: for each overlay, the Deployment's configuration
+// (the generated ConfigMap) loads with exactly the environment the
+// ConfigMaps and the documented Secret give it; its probes ask that
+// configuration's admin listener; the grace period covers the drain; the
+// Services select the pods and name real ports; a Redis named by a bare
+// host is a Service of the overlay; no Secret is in the manifests; the
+// image is the user's own, mapped by the overlay.
 func TestKubernetesManifests(t *testing.T) {
-	objs := readK8s(t)
+	secret := documentedSecretKeys(t)
+	for overlay, minReplicas := range k8sOverlays {
+		t.Run(overlay, func(t *testing.T) {
+			checkKubernetesOverlay(t, kustomize(t, filepath.Join(k8sDir, "overlays", overlay)), secret, minReplicas)
+		})
+	}
+	// The base names the image the compose file builds; the overlays map it
+	// to the user's registry (checked per overlay).
+	base := kustomize(t, filepath.Join(k8sDir, "base"))
+	baseImage := findObject(t, base, "Deployment", "listingproxy").Spec.Template.Spec.Containers[0].Image
+	for _, img := range composeImages(t) {
+		if img != baseImage {
+			t.Errorf("image %s in compose.yaml, %s in deploy/k8s/base: want one name (your build)", img, baseImage)
+		}
+	}
+}
+
+// documentedSecretKeys are the keys of the Secret k8sSecret that the
+// command in deploy/README.md creates, each with a stand-in value (a valid
+// bcrypt hash for a *_BCRYPT key).
+func documentedSecretKeys(t *testing.T) map[string]string {
+	t.Helper()
+	src, err := os.ReadFile(deployDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(src)
+	i := strings.Index(doc, "create secret generic "+k8sSecret)
+	if i < 0 {
+		t.Fatalf("deploy/README.md gives no command that creates the Secret %s", k8sSecret)
+	}
+	cmd := doc[i:]
+	if end := strings.Index(cmd, "```"); end >= 0 {
+		cmd = cmd[:end]
+	}
+	keys := map[string]string{}
+	for _, m := range regexp.MustCompile(`--from-(?:literal|file)=([A-Za-z0-9_]+)=`).FindAllStringSubmatch(cmd, -1) {
+		keys[m[1]] = standInSecret(t, m[1])
+	}
+	if len(keys) == 0 {
+		t.Fatalf("deploy/README.md's command for %s names no key (--from-literal=KEY=...)", k8sSecret)
+	}
+	return keys
+}
+
+// standInSecret is a value for a secret the operator provides: a valid
+// bcrypt hash for a *_BCRYPT name, a word otherwise.
+func standInSecret(t *testing.T, name string) string {
+	t.Helper()
+	if strings.HasSuffix(name, "_BCRYPT") {
+		h, err := bcrypt.GenerateFromPassword([]byte("stand-in"), bcrypt.MinCost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(h)
+	}
+	return "stand-in-" + strings.ToLower(name)
+}
+
+func checkKubernetesOverlay(t *testing.T, objs []k8sObject, secret map[string]string, minReplicas int) {
+	for _, o := range objs {
+		if o.Kind == "Secret" {
+			t.Errorf("Secret %s is in the manifests: secrets are created by the operator (deploy/README.md), never committed", o.Metadata.Name)
+		}
+	}
 	dep := findObject(t, objs, "Deployment", "listingproxy")
 	pod := dep.Spec.Template.Spec
 	if len(pod.Containers) != 1 {
 		t.Fatalf("Deployment listingproxy: %d containers, want 1", len(pod.Containers))
 	}
 	c := pod.Containers[0]
-	if dep.Spec.Replicas == nil || *dep.Spec.Replicas < 2 {
-		t.Errorf("Deployment listingproxy: replicas %v, want a fleet (at least 2)", dep.Spec.Replicas)
+	if dep.Spec.Replicas == nil || *dep.Spec.Replicas < minReplicas {
+		t.Errorf("Deployment listingproxy: replicas %s, want at least %d", fmtIntPtr(dep.Spec.Replicas), minReplicas)
+	}
+	if name, _, _ := strings.Cut(c.Image, ":"); !strings.Contains(name, "/") {
+		t.Errorf("image %s: the overlay should map it to your registry (images: newName)", c.Image)
 	}
 	if diff := cmp.Diff(dep.Spec.Selector.MatchLabels, dep.Spec.Template.Metadata.Labels); diff != "" {
 		t.Errorf("Deployment selector vs pod labels:\n%s", diff)
@@ -329,9 +535,10 @@ func TestKubernetesManifests(t *testing.T) {
 		case ef.ConfigMapRef != nil:
 			maps.Copy(env, findObject(t, objs, "ConfigMap", ef.ConfigMapRef.Name).Data)
 		case ef.SecretRef != nil:
-			s := findObject(t, objs, "Secret", ef.SecretRef.Name)
-			maps.Copy(env, s.StringData)
-			maps.Copy(env, s.Data)
+			if ef.SecretRef.Name != k8sSecret {
+				t.Errorf("envFrom Secret %s: deploy/README.md documents %s only", ef.SecretRef.Name, k8sSecret)
+			}
+			maps.Copy(env, secret)
 		}
 	}
 	for _, e := range c.Env {
@@ -343,7 +550,7 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Fatalf("the Deployment's configuration does not load with its environment: %v", err)
 	}
 	if m := rec.missing(); len(m) > 0 {
-		t.Errorf("the configuration names %v, which neither the ConfigMaps nor the Secret provide", m)
+		t.Errorf("the configuration names %v, which neither the ConfigMaps nor the documented Secret provide", m)
 	}
 	if cfg.Cache.Shared == nil {
 		t.Errorf("the configuration has no cache.shared: a fleet shares its second tier")
@@ -417,34 +624,30 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 	}
 
-	// The Redis the configuration dials is a Service of the manifests, and
-	// whatever it reads from a Secret exists.
+	// The Redis the configuration dials: a bare host name is a Service of
+	// the overlay (and its Redis a cache that keeps the purge records); a
+	// qualified one is the user's own Redis.
 	for _, addr := range cfg.Cache.Shared.Addrs {
 		host, p, err := net.SplitHostPort(addr)
 		if err != nil {
 			t.Fatalf("cache.shared.addrs %q: %v", addr, err)
 		}
+		if strings.Contains(host, ".") {
+			continue
+		}
 		svc := findObject(t, objs, "Service", host)
 		if n, _ := strconv.Atoi(p); !slices.ContainsFunc(svc.Spec.Ports, func(sp servicePort) bool { return sp.Port == n }) {
 			t.Errorf("Service %s has no port %s (cache.shared.addrs %s)", host, p, addr)
 		}
-	}
-	for _, rc := range findObject(t, objs, "Deployment", "redis").Spec.Template.Spec.Containers {
-		checkRedisArgs(t, "Deployment redis", append(slices.Clone(rc.Command), rc.Args...))
-		for _, e := range rc.Env {
-			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-				s := findObject(t, objs, "Secret", e.ValueFrom.SecretKeyRef.Name)
-				if _, ok := s.StringData[e.ValueFrom.SecretKeyRef.Key]; !ok {
-					t.Errorf("Deployment redis: env %s reads key %s, which Secret %s lacks", e.Name, e.ValueFrom.SecretKeyRef.Key, s.Metadata.Name)
+		for _, rc := range findObject(t, objs, "Deployment", host).Spec.Template.Spec.Containers {
+			checkRedisArgs(t, "Deployment "+host, append(slices.Clone(rc.Command), rc.Args...))
+			for _, e := range rc.Env {
+				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+					if _, ok := secret[e.ValueFrom.SecretKeyRef.Key]; e.ValueFrom.SecretKeyRef.Name != k8sSecret || !ok {
+						t.Errorf("Deployment %s: env %s reads %s/%s, which deploy/README.md's Secret lacks", host, e.Name, e.ValueFrom.SecretKeyRef.Name, e.ValueFrom.SecretKeyRef.Key)
+					}
 				}
 			}
-		}
-	}
-
-	// The same image as the compose file's replicas.
-	for _, img := range composeImages(t) {
-		if img != c.Image {
-			t.Errorf("image %s in compose.yaml, %s in deployment.yaml: want one name", img, c.Image)
 		}
 	}
 }
@@ -519,7 +722,50 @@ func composeImages(t *testing.T) []string {
 	return out
 }
 
-// composeVar is compose's interpolation of ${VAR:-default} with VAR unset.
+// composeEnvFile is env.example, the env file compose.yaml's secrets are
+// read from (the user's copy, .env, is never committed): every variable
+// compose.yaml interpolates is in it, with no value (a value there would be
+// a shipped secret); each gets a stand-in value here.
+func composeEnvFile(t *testing.T) map[string]string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(composeDir, "env.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for i, line := range strings.Split(string(src), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, value, ok := strings.Cut(line, "=")
+		if !ok {
+			t.Errorf("env.example:%d: %q is not NAME=VALUE", i+1, line)
+			continue
+		}
+		if value != "" {
+			t.Errorf("env.example:%d: %s has a value: the example holds no secret", i+1, name)
+		}
+		env[name] = standInSecret(t, name)
+	}
+	compose, err := os.ReadFile(filepath.Join(composeDir, "compose.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(compose), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "#") {
+			continue // compose interpolates no comment
+		}
+		for _, m := range composeVar.FindAllStringSubmatch(line, -1) {
+			if _, ok := env[m[1]]; !ok {
+				t.Errorf("compose.yaml interpolates ${%s}, which env.example does not list", m[1])
+			}
+		}
+	}
+	return env
+}
+
+// composeVar is compose's interpolation of ${VAR} or ${VAR:-default}.
 var composeVar = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}`)
 
 // TestComposeFile: three replicas behind nginx, each running a
@@ -528,6 +774,7 @@ var composeVar = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?
 // upstreams are the replicas' API ports; the stop grace covers the drain.
 func TestComposeFile(t *testing.T) {
 	services := readCompose(t)
+	envFile := composeEnvFile(t)
 	hasService := func(host string) bool { _, ok := services[host]; return ok }
 	var replicas []string
 	for name, s := range services {
@@ -568,7 +815,13 @@ func TestComposeFile(t *testing.T) {
 		}
 		env := map[string]string{}
 		for k, v := range s.Environment {
-			env[k] = composeVar.ReplaceAllString(v, "$2")
+			env[k] = composeVar.ReplaceAllStringFunc(v, func(ref string) string {
+				m := composeVar.FindStringSubmatch(ref)
+				if v, ok := envFile[m[1]]; ok {
+					return v
+				}
+				return m[2]
+			})
 		}
 		rec := &envRecorder{env: env}
 		cfg, err := config.Load(hostFile, rec.getenv)
@@ -632,5 +885,44 @@ func TestComposeFile(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, upstreams); diff != "" {
 		t.Errorf("nginx.conf upstream servers vs the replicas' API (-want +got):\n%s", diff)
+	}
+}
+
+// TestDeployShipsNoDemoCredentials: nothing under deploy/ holds the demo's
+// credentials (the bcrypt hashes of config.yaml's users and admin, the demo
+// passwords README.md lists, the stand-in CRM's default logins) or a
+// placeholder password that would work if left in place: a deployment's
+// secrets are generated by its operator (deploy/README.md).
+func TestDeployShipsNoDemoCredentials(t *testing.T) {
+	demo, err := config.Load("../../config.yaml", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forbidden := []string{"harbour-demo", "summit-demo", "admin-demo", "harbour-crm", "summit-crm", "change-me", demo.Admin.PasswordBcrypt}
+	for _, u := range demo.Users {
+		forbidden = append(forbidden, u.PasswordBcrypt)
+	}
+	files := 0
+	err = filepath.WalkDir("../../deploy", func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		files++
+		for _, s := range forbidden {
+			if s != "" && strings.Contains(string(src), s) {
+				t.Errorf("%s holds %q, a demo credential", p, s)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 10 {
+		t.Errorf("only %d files under deploy/", files)
 	}
 }
