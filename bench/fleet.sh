@@ -153,7 +153,7 @@ Try (users and passwords: README.md; both tenants are served by the CRM through 
   curl -u summit:summit-demo '${urls[1]}/au/properties.json?limit=2'   # another replica
   curl -s $crm/stats | grep '"requests"'                                 # CRM calls so far
   curl -u admin:admin-demo -X POST '${admins[0]}/cache/purge?tenant=summit'
-  curl -u admin:admin-demo -X POST '${admins[1]}/cache/purge?tenant=summit&property=1'   # every body holding property 1, fleet-wide
+  curl -u admin:admin-demo -X POST '${admins[1]}/cache/purge?tenant=summit&property=801' # every body holding summit's property 801, fleet-wide
   curl -u admin:admin-demo -X POST -G '${admins[0]}/cache/purge' -d tenant=summit --data-urlencode 'url=/au/properties.json?limit=2'
                                                                          # one URL, every permission level and format
   curl -s ${admins[0]}/metrics | grep -E '^listingproxy_(cache|shared_cache)'   # first and second tier
