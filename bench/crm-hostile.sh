@@ -15,7 +15,7 @@
 # first collection, up to that limit; LP_ENV='GOGC=100' makes it collect
 # as the heap doubles and shows what decoding itself holds.
 #
-# Targets (issue 10): peak RSS <= 600 MB and every client answered (a
+# Targets: peak RSS <= 600 MB and every client answered (a
 # complete response, 503 with Retry-After at worst) within
 # cache.fill_timeout (10s) + 1s. Each client asks a different list (its own
 # cache key), so nothing is coalesced: N calls are made at once (one tenant:

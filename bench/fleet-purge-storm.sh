@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/fleet-purge-storm.sh: a fleet under load while its tenant is purged
-# every 100 ms (issue 28's "busy but healthy Redis"). Starts bench/fleet.sh
+# every 100 ms (a busy but healthy Redis). Starts bench/fleet.sh
 # (3 replicas, their Redis, the legacy-crm stand-in at LATENCY) from TREE,
 # runs bench/cmd/fleetload's closed-loop load (32 at once, 200 keys) for
 # SECONDS while POST /cache/purge?tenant=summit goes to the replicas in

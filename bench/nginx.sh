@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # listingproxy's cache hits next to nginx proxy_cache and Varnish serving the
-# same bytes, and listingproxy's CPU per cache miss (issue 16).
+# same bytes, and listingproxy's CPU per cache miss (docs/performance.md).
 #
 #   bash bench/nginx.sh                    # every case, ROUNDS=5 of DURATION=3s (about 25 minutes)
 #   CASES='2KB/identity/c64/1key' bash bench/nginx.sh
@@ -164,7 +164,7 @@ fi
 # 3 GiB for the 2 GiB cache above), a freshly started listingproxy's heap grows
 # through memory it has never touched until its first collection: until then
 # about two hits in three take a page fault (a zeroed 4 KB page), a cost a
-# long-running server no longer pays (docs/performance.md, "Testing those
+# long-running server no longer pays (bench/NOTES.md, "Testing those
 # hypotheses"). So, before any case, one-key 2 KB hits until listingproxy's
 # minor page faults fall below 0.01 per hit, for at most LP_STEADY seconds
 # (0: skip). nginx and Varnish reuse their memory from the start.
@@ -289,7 +289,7 @@ for body in 2KB 45KB; do
   done
 done
 
-# Issue 16's hit targets, from the cases measured above.
+# The hit targets, from the cases measured above.
 echo
 echo "targets (load average $(cut -d' ' -f1-3 /proc/loadavg)):"
 awk '

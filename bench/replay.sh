@@ -298,7 +298,7 @@ for s in $SERVERS; do
 	[ "$s" = varnish ] && rm -rf "$work/varnish"
 done
 
-# The targets (issue 24 item 4): listingproxy on its defaults.
+# The targets: listingproxy on its defaults.
 echo
 echo "targets (load average $(cut -d' ' -f1-3 /proc/loadavg)):"
 awk '

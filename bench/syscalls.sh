@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Deterministic evidence for listingproxy's hits, usable on a shared machine
-# (issue 16): system calls per hit (strace -c -f) by body and encoding, and
+# (docs/performance.md): system calls per hit (strace -c -f) by body and encoding, and
 # garbage collections per 1,000 hits (GODEBUG=gctrace=1) at 64 and 256
 # connections. Counts, not timings: they do not move with the machine's load.
 #

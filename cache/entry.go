@@ -56,7 +56,7 @@ const GzipLevel = 1
 // gzipWriters recycles gzip writers, with the buffer each writes to,
 // between fills: a new writer allocates and clears hundreds of KB of
 // compressor state, which cost more CPU than compressing a 45 KB body
-// (docs/performance.md, "Misses"); the entry keeps an exactly sized copy
+// (bench/NOTES.md, "Misses"); the entry keeps an exactly sized copy
 // of the buffer. A pool rather than a field because NewEntry is a function
 // of its arguments, like the recorders' pool in telemetry.
 var gzipWriters sync.Pool // of *gzipWriter

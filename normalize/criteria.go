@@ -12,7 +12,8 @@
 // the Key and of Values): a new criterion is a field in PropertyFilter or
 // AgentFilter plus one row.
 //
-// The decisions it implements (design.md section 4, spec sections 4.1, 4.3, 7):
+// The decisions it implements (docs/api.md, "Decisions beyond the spec"; spec
+// sections 4.1, 4.3, 7):
 //
 //   - "key=v" and "key[]=v" are one parameter; their values are merged, those
 //     of "key" first. geo[lat], geo[long] and geo[rad] are three single-valued

@@ -13,7 +13,7 @@ import (
 // among many hot keys stays a map lookup: the former memo of 4,096 entries
 // emptied itself when full, and with 10,000 keys cycled every hit parsed
 // and allocated again (15 allocations and 3.5 KB per hit instead of 1 and
-// 22 B; docs/performance.md).
+// 22 B; bench/NOTES.md, "Many hot keys").
 type criteriaMemo = clockMemo[memoKey, *normalize.Criteria]
 
 type memoKey struct {

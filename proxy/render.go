@@ -5,7 +5,7 @@ import "sync"
 // renderBuffers recycles the buffers bodies are rendered into. Rendering a
 // 45 KB list into a nil slice grew it through a dozen sizes, allocating and
 // copying about four times the body (186 KB a 20-property full list,
-// docs/performance.md "Misses"), and left the stored body with up to a
+// bench/NOTES.md "Misses"), and left the stored body with up to a
 // quarter of spare capacity, which the cache counts against its bound.
 var renderBuffers sync.Pool // of *[]byte
 

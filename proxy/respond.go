@@ -53,8 +53,7 @@ func cacheStatus(o cache.Outcome) string {
 // the entry is filled so that a hit allocates none of them. The values sit
 // in the struct and their bytes in one string, so that a hit on an entry
 // that fell out of the CPU caches reads two or three cache lines for its
-// headers rather than one per value (docs/performance.md, "Many hot
-// keys"). Each header is a one-element slice of vals (see the methods).
+// headers rather than one per value (bench/NOTES.md, "Cold entries"). Each header is a one-element slice of vals (see the methods).
 type entryHeaders struct {
 	vals [5]string // Content-Type, ETag, Content-Length, and the gzip form's ETag and Content-Length
 	held bool      // rendered from a shared fetch the cache held (loader)
@@ -158,7 +157,7 @@ func (s *Server) writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Ent
 		// ninth key (X-Request-Id is the first): a Go map holds eight in
 		// its first group and grows past them, and net/http then clones
 		// the grown map too, six allocations and ~1.2 KB per response
-		// (docs/performance.md, "The stored gzip form"). There net/http
+		// (bench/NOTES.md, "The stored gzip form"). There net/http
 		// writes Date itself, outside the map.
 		h["Date"] = s.dateValue(now)
 	}

@@ -528,7 +528,7 @@ func firstText(e *Element, name string) string {
 var errNotDocument = fmt.Errorf("%w: not a listing document", ErrRoot)
 
 // AppendDocumentJSON appends doc as JSON by the spec's rules
-// (docs/wire-format.md, "Pass-through JSON"): every value a string; an
+// (docs/wire-format.md, "Pass-through documents"): every value a string; an
 // element with attributes or child elements an object, attributes first;
 // an element's own text under a key named by the table textKeys (its own
 // name by default); the items of a collection (a container with a count

@@ -129,7 +129,7 @@ func jsonProperty(dst []byte, p *upstream.Property, lv level) []byte {
 		dst = jsonInt(append(dst, `,"openhomes":{`...), `"count":`, int64(len(p.OpenHomes)))
 		dst = append(dst, `,"openhome":`...)
 		// One open home is an object, any other number an array
-		// (docs/wire-format.md, design.md §4).
+		// (docs/wire-format.md).
 		single := len(p.OpenHomes) == 1
 		if !single {
 			dst = append(dst, '[')

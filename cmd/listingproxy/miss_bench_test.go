@@ -88,9 +88,9 @@ func (d *discard) WriteHeader(code int)        { d.code = code }
 func (d *discard) Write(p []byte) (int, error) { d.n += len(p); return len(p), nil }
 
 // BenchmarkMissFullList20 measures a cache miss for a 20-property full list
-// of the demo (issue 16's target: at most 0.5 ms of CPU on SQLite and
-// PostgreSQL), end to end through the service's handler and split into its
-// parts:
+// of the demo (the target, at most 0.5 ms of CPU on SQLite and PostgreSQL,
+// is not met yet: docs/performance.md, "Misses"), end to end through the
+// service's handler and split into its parts:
 //
 //   - e2e: a never-asked URL through the wired handler (authentication,
 //     criteria, cache miss, queries, render, ETag and gzip copy, insertion),

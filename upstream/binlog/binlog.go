@@ -60,7 +60,7 @@ type Table struct {
 	Agent string
 }
 
-// DefaultTables map the legacy schema's tables (design.md, §7).
+// DefaultTables map the legacy schema's tables (docs/legacy-database.md).
 var DefaultTables = map[string]Table{
 	"properties":      {Resource: upstream.ResourceProperties, ID: "id", Tenant: "tenant_id"},
 	"agents":          {Resource: upstream.ResourceAgents, ID: "id", Tenant: "tenant_id"},

@@ -57,7 +57,7 @@
 // once from a Content-Length, else as they are read, in 64 KiB steps), so
 // many small answers are decoded side by side while few huge ones are; it
 // is a golang.org/x/sync/semaphore.Weighted. Figures are in
-// docs/performance.md. With Options.PassThrough each record is also kept
+// docs/performance.md, "Hostile CRM answers". With Options.PassThrough each record is also kept
 // whole, unknown elements included (about 106 bytes per kept element, so
 // MaxElements still bounds an answer, at ~11 MB by default); figures in
 // docs/crm.md, "Pass-through".

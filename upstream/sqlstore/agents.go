@@ -14,7 +14,7 @@ const agentColumns = "a.id, a.name, a.username, a.phone, a.after_hours_phone, a.
 	"a.email, a.description, a.photo_url, a.website_url"
 
 // currentStatuses are the statuses of an agent's current properties
-// (design.md §4).
+// (docs/api.md, "Decisions beyond the spec").
 var currentStatuses = []string{"CURRENT", "CONTRACT"}
 
 // agentRequest is what an agent list or get asks of the database.
@@ -81,8 +81,8 @@ func (s *Store) agents(ctx context.Context, sc upstream.Scope, r agentRequest) (
 // index-only, and only the page's rows are read whole. Left to choose,
 // MariaDB walks agents_tc_id or the primary key and reads every agent of
 // the scope from the table to test it (5,000 at a million properties:
-// 11-13 ms of execution against 2 ms; docs/sql.md, "Agent name search on
-// MariaDB"). MariaDB has no functional indexes, so no index range serves
+// 11-13 ms of execution against 2 ms; bench/NOTES.md, "Agent name search
+// on MariaDB"). MariaDB has no functional indexes, so no index range serves
 // lower(); PostgreSQL and SQLite are left as they are. A view, or a table
 // without the index, keeps the plain statement (see detectHints).
 func (s *Store) agentPageQuery(tenant int64, country string, r agentRequest) (*query, error) {

@@ -6,7 +6,7 @@ import (
 )
 
 // Legacy databases do not always hold the NOT NULL constraints of our
-// schema (docs/sql.md): a NULL in a text or flag column must read as the
+// schema (docs/legacy-database.md): a NULL in a text or flag column must read as the
 // empty value, not fail the whole list it is part of. Nullable numbers
 // (coordinates, sizes, counts of rooms) scan into pointers and stay
 // missing; these two cover the columns whose model value is not a pointer.

@@ -132,7 +132,7 @@ const maxLinkedDeep = 20000
 // 20; for offset+limit = N the walk reads about N x S/L rows, so the two
 // meet near L = sqrt(N x S): maxLinked x sqrt(N/20), 14,283 at offset
 // 1,000. Without it, agents of just over 2,000 links at offset 1,000 had
-// the walk read about 127,000 rows (docs/sql.md, "What is left slow").
+// the walk read about 127,000 rows (bench/NOTES.md, "What is left slow").
 func (s *Store) maxLinkedFor(r *propertyRequest) int {
 	const firstPage = 20
 	n := r.offset + r.limit
@@ -232,8 +232,8 @@ func (s *Store) resolveAgents(ctx context.Context, tenant int64, country string,
 // scope_agents first: the links are then read for the agents of the scope
 // alone, from property_agents_agent without the agents join, and the dense
 // case needs no second look at agents. Each statement with a list of 500
-// ids costs MariaDB 3-4 ms of range analysis and probes (docs/sql.md, "The
-// agent_id filter"), and agent_properties with the join was one more such
+// ids costs MariaDB 3-4 ms of range analysis and probes (bench/NOTES.md,
+// "The `agent_id` filter"), and agent_properties with the join was one more such
 // list; for a few ids the order of one statement first is the cheaper.
 const scopeFirstIDs = 64
 
@@ -276,7 +276,7 @@ func (s *Store) denseAgents(ctx context.Context, tenant int64, country string, r
 //     ...) against the walk's per-row check: for 500 agents that weighing
 //     was a third of the statement (MariaDB list_properties 1.8-2.1 ->
 //     1.3-1.5 ms median by id, 2.2-2.7 -> 1.4-1.8 by price; sqlbench
-//     -statements, docs/sql.md "The agent_id filter").
+//     -statements, bench/NOTES.md "The `agent_id` filter").
 func (s *Store) pageFrom(r propertyRequest) string {
 	h := s.currentHints()
 	if h.order == nil { // no hints: not MySQL, or a view
@@ -473,7 +473,7 @@ func (s *Store) geoCandidatesQuery(tenant int64, country string, r propertyReque
 	q.limitOffset(limit, offset)
 	// MariaDB runs this statement re-executed from its cache 1.4 times
 	// slower than prepared afresh (geo 5 km offset 1000: geo_candidates
-	// 6.9 -> 17.6 ms median, docs/sql.md "Prepared statements on MariaDB").
+	// 6.9 -> 17.6 ms median, bench/NOTES.md "Prepared statements on MariaDB").
 	_, q.unprepared = s.d.(mysqlDialect)
 	return q, nil
 }

@@ -17,7 +17,7 @@ import (
 //
 // Why: database/sql with modernc.org/sqlite compiles every statement it runs
 // (parse, resolve, plan): half the CPU of a list's queries was SQLite's
-// sqlite3Prepare (docs/performance.md, "Misses"). A *sql.Stmt is prepared
+// sqlite3Prepare (bench/NOTES.md, "Misses"). A *sql.Stmt is prepared
 // once on each connection it runs on, and modernc.org/sqlite keeps its
 // compiled program and resets it after use. PostgreSQL needs no such cache:
 // pgx keeps its own per connection (statement_cache_capacity, 512 by

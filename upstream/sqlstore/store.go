@@ -1,6 +1,6 @@
 // Package sqlstore owns the SQL backend of listingproxy: an upstream.Backend
-// over the legacy schema of design.md §7, its schema files (one per dialect,
-// embedded), migration and demo seeding.
+// over the legacy schema of docs/legacy-database.md, its schema files (one
+// per dialect, embedded), migration and demo seeding.
 //
 // SQLite (modernc.org/sqlite, pure Go) is the embedded default; PostgreSQL
 // (pgx) and MySQL/MariaDB (go-sql-driver/mysql) are dialects (dialect.go)

@@ -1,6 +1,6 @@
 // Package demo owns the deterministic demo data of listingproxy: two tenants
 // (harbour and summit), each with agents and properties in Australia and New
-// Zealand, as rows of the legacy schema (design.md §7).
+// Zealand, as rows of the legacy schema (docs/legacy-database.md).
 //
 // Generate streams the rows to a Sink, so it scales to a million properties
 // without holding them; Collect gathers them in memory for tests. The same
