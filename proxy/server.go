@@ -317,7 +317,7 @@ const DefaultMaxResults = 1000
 // each zero field's default in the one cmd builds from the configuration
 // (docs/configuration.md lists them).
 var DefaultPolicy = cache.Policy{
-	TTL:                  60 * time.Second,
+	TTL: 60 * time.Second,
 	// As nginx keeps (and, with proxy_cache_use_stale updating, serves)
 	// an entry asked for within its default inactive=10m: a key asked
 	// again within ten minutes of expiring is answered at once, and
