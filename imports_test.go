@@ -69,6 +69,7 @@ var importRules = map[string]importRule{
 	"internal/xmltext":       {ext: []string{"golang.org/x/text/"}},
 	"internal/crmchanges":    {own: []string{"upstream/webhook"}},
 	"internal/connlimit":     {ext: []string{"github.com/hashicorp/golang-lru/v2", "golang.org/x/time/rate"}},
+	"internal/h2guard":       {ext: []string{"golang.org/x/time/rate"}},
 	"internal/testkit":       {own: []string{"normalize", "upstream"}},
 }
 

@@ -235,6 +235,16 @@ func register(reg prometheus.Registerer, cs []prometheus.Collector) error {
 	return nil
 }
 
+// WatchHTTP2Guard registers listingproxy_http2_connections_closed_total:
+// HTTP/2 connections closed for sending control frames (PING, SETTINGS,
+// PRIORITY, RST_STREAM) faster than their bound (internal/h2guard).
+func (m *Metrics) WatchHTTP2Guard(closed func() uint64) error {
+	return m.reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "listingproxy_http2_connections_closed_total",
+		Help: "HTTP/2 connections on the public TLS listener closed because their client sent control frames (PING, SETTINGS, PRIORITY, RST_STREAM) faster than the bound.",
+	}, func() float64 { return float64(closed()) }))
+}
+
 // WatchConnLimit registers listingproxy_connections_refused_total: public
 // connections closed at accept because their client address held too many
 // (reason too_many) or opened them too fast (too_fast), read from refused

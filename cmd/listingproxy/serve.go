@@ -20,6 +20,7 @@ import (
 	"listingproxy/cache"
 	"listingproxy/config"
 	"listingproxy/internal/connlimit"
+	"listingproxy/internal/h2guard"
 	"listingproxy/internal/memlimit"
 	"listingproxy/internal/onewrite"
 	"listingproxy/internal/serving"
@@ -99,7 +100,21 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	// The memory limit (internal/memlimit) lasts as long as serve.
 	defer memlimit.Apply(cmp.Or(int64(cfg.Cache.MaxBytes), cache.DefaultMaxBytes), getenv, log)()
+	var guard *h2guard.Listener
+	if cert != nil {
+		// HTTP/1.1 and, when server.tls.http2 offers it, HTTP/2, each
+		// connection's control frames bounded (internal/h2guard).
+		guard = h2guard.Listen(ln, h2guard.Options{})
+		ln = guard
+		if err := app.metrics.WatchHTTP2Guard(guard.Closed); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("metrics: %w", err)
+		}
+	}
 	servers := []serving.Server{publicServer(cfg.Server, app.handler, log, ln, cert != nil, limited.ConnState)}
+	if guard != nil {
+		guard.Configure(servers[0].HTTP, cfg.Server.TLS.HTTP2 == nil || *cfg.Server.TLS.HTTP2)
+	}
 	adminURL := ""
 	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
 		aln, err := net.Listen("tcp", cfg.AdminListen)
