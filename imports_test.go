@@ -40,7 +40,7 @@ var importRules = map[string]importRule{
 		ext: append([]string{"github.com/cenkalti/backoff/v5", "github.com/hashicorp/golang-lru/v2", "github.com/jackc/pgx/v5", "github.com/go-sql-driver/mysql", "modernc.org/sqlite"}, otelAPI...)},
 	"upstream/crm":    {own: []string{"internal/xmltext", "normalize", "upstream", "wire"}, ext: []string{"golang.org/x/sync/", "golang.org/x/text/", "github.com/beevik/etree", "github.com/hashicorp/golang-lru/v2"}},
 	"wire":            {own: []string{"normalize", "upstream"}, ext: []string{"github.com/beevik/etree"}, notStd: []string{"encoding/json", "reflect", "database/sql"}},
-	"cache":           {ext: append([]string{"github.com/dgraph-io/ristretto/v2", "github.com/klauspost/compress/", "golang.org/x/sync/"}, otelAPI...)},
+	"cache":           {ext: append([]string{"github.com/dgraph-io/ristretto/v2", "github.com/hashicorp/golang-lru/v2", "github.com/klauspost/compress/", "golang.org/x/sync/"}, otelAPI...)},
 	"cache/redistier": {own: []string{"cache"}, ext: append([]string{"github.com/cenkalti/backoff/v5", "github.com/redis/go-redis/v9", "github.com/sony/gobreaker/v2", "golang.org/x/sync/"}, otelAPI...)},
 	"cache/disktier":  {own: []string{"cache"}, ext: []string{"modernc.org/sqlite"}},
 	"openapi":         {}, // the embedded OpenAPI description

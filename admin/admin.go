@@ -1,9 +1,10 @@
 // Package admin owns the admin listener's HTTP API: GET /healthz (the
 // process answers), GET /readyz (it can serve: not draining), GET /metrics,
 // and behind the operator's credentials GET /backends (each backend's
-// readiness, a ping and its breakers), /debug/pprof, POST /cache/purge and
-// the status page (GET /status, /status.json); and Probe, the client of
-// /healthz that "listingproxy healthcheck" runs.
+// readiness, a ping and its breakers), /debug/pprof, POST /cache/purge,
+// GET /cache/explain and GET /cache/keys (what the cache holds, metadata
+// only) and the status page (GET /status, /status.json); and Probe, the
+// client of /healthz that "listingproxy healthcheck" runs.
 //
 // It takes what it reports on and acts on as small interfaces it declares
 // (Purger, BreakerStates, Backend's functions) in an Options struct, never
@@ -15,6 +16,7 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -55,6 +57,10 @@ type Options struct {
 	// Targets turns a purge's url and entity ids into cache tags (a
 	// *proxy.Server). Nil: purges by url and entity answer 400.
 	Targets PurgeTargets
+	// Inspector answers GET /cache/explain and GET /cache/keys (a
+	// *proxy.Server with a cache). Nil: they answer 409, the cache is
+	// disabled.
+	Inspector Inspector
 	// Purged is told of every purge made (metrics, recent events). Nil:
 	// nothing.
 	Purged func(telemetry.Purge)
@@ -75,9 +81,23 @@ type Options struct {
 
 // Purger purges cached bodies (cache.Store.PurgeContext). Its error says
 // the purge was applied to this process only: a shared tier could not
-// record it for the fleet.
+// record it for the fleet. Matching counts the entries this process holds
+// that a purge covers (cache.Store.Matching), for the purge's answer.
 type Purger interface {
 	PurgeContext(ctx context.Context, p cache.Purge) error
+	Matching(p cache.Purge) int
+}
+
+// Inspector explains what the cache holds (proxy.Server.Explain and
+// Keys). Each returns a value encoding/json writes, or an error that says,
+// for the operator, what is wrong with the request.
+type Inspector interface {
+	// Explain describes user's request of target: its key, tags, the
+	// tier that holds it, its age, and why the next request would miss.
+	Explain(ctx context.Context, user, target string) (any, error)
+	// Keys lists at most limit of tenant's keys held in this process,
+	// after the key after.
+	Keys(tenant, after string, limit int) (any, error)
 }
 
 // PurgeTargets turns what a purge names into cache tags
@@ -138,6 +158,8 @@ func New(o Options) http.Handler {
 	mux.Handle("/debug/pprof/", auth(prof))
 	mux.Handle("GET /backends", auth(backendsHandler(o.Backends, o.Breakers, o.SharedCache, o.DiskCache)))
 	mux.Handle("POST /cache/purge", auth(o.purgeHandler()))
+	mux.Handle("GET /cache/explain", auth(o.explainHandler()))
+	mux.Handle("GET /cache/keys", auth(o.keysHandler()))
 	if o.StatusPage != nil {
 		mux.Handle("GET /status", auth(o.StatusPage))
 		mux.Handle("GET /status.json", auth(o.StatusPage))
@@ -199,7 +221,9 @@ func (o Options) purgeHandler() http.Handler {
 		// cannot record it now, the shared tier retries until it has
 		// (ErrPurgePending): 202, nothing for the operator to do. Any
 		// other failure applied it here only: 503, so that the operator
-		// (or their script) retries.
+		// (or their script) retries. The count is of the entries this
+		// replica held that the purge covered, taken just before it.
+		req.matched = o.Purger.Matching(req.purge)
 		fleetErr := o.Purger.PurgeContext(r.Context(), req.purge)
 		if o.Purged != nil {
 			o.Purged(telemetry.Purge{Source: "admin", Kind: req.kind, Mode: req.purge.Mode.String(), Tenant: req.purge.Tenant, Target: req.target})
@@ -224,10 +248,11 @@ type purgeRequest struct {
 	purge        cache.Purge
 	kind, target string
 	what         string // "resource=…", "url=…", "property=…"
+	matched      int    // entries held here that it covered
 }
 
 func (p purgeRequest) String() string {
-	return fmt.Sprintf("tenant=%s %s mode=%s", p.purge.Tenant, p.what, p.purge.Mode)
+	return fmt.Sprintf("tenant=%s %s mode=%s matched=%d", p.purge.Tenant, p.what, p.purge.Mode, p.matched)
 }
 
 // purgeParams are the parameters POST /cache/purge takes.
@@ -305,4 +330,83 @@ func (o Options) purgeRequest(raw string) (purgeRequest, error) {
 		req.kind, req.target, req.what = "entity", kind+" "+strings.Join(ids, ","), kind+"="+strings.Join(ids, ",")
 	}
 	return req, nil
+}
+
+// explainHandler answers GET /cache/explain?user=U&url=PATH?QUERY (the
+// url's own query percent-encoded, as for a purge): the JSON explanation
+// of what the cache holds for that user's request of that URL (Inspector).
+func (o Options) explainHandler() http.Handler {
+	return o.inspect([]string{"user", "url"}, func(r *http.Request, q url.Values) (any, error) {
+		if q.Get("user") == "" || q.Get("url") == "" {
+			return nil, errors.New("give user and url (the url's own query percent-encoded, e.g. curl -G --data-urlencode)")
+		}
+		return o.Inspector.Explain(r.Context(), q.Get("user"), q.Get("url"))
+	})
+}
+
+// Bounds of GET /cache/keys's page.
+const (
+	defaultKeysPage = 100
+	maxKeysPage     = 1000
+)
+
+// keysHandler answers GET /cache/keys?tenant=T[&limit=N][&after=KEY]: a
+// page of the tenant's keys this process holds, as JSON (Inspector); the
+// page's next is the after of the following one.
+func (o Options) keysHandler() http.Handler {
+	return o.inspect([]string{"tenant", "limit", "after"}, func(r *http.Request, q url.Values) (any, error) {
+		tenant := q.Get("tenant")
+		if !slices.Contains(o.Tenants, tenant) {
+			return nil, fmt.Errorf("unknown tenant %q", tenant)
+		}
+		limit := defaultKeysPage
+		if v := q.Get("limit"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > maxKeysPage {
+				return nil, fmt.Errorf("limit %q is not a whole number from 1 to %d", v, maxKeysPage)
+			}
+			limit = n
+		}
+		return o.Inspector.Keys(tenant, q.Get("after"), limit)
+	})
+}
+
+// inspect makes the handler of an inspection: the query checked (only
+// params, each at most once), then answer's value as JSON, or its error
+// as a 400.
+func (o Options) inspect(params []string, answer func(*http.Request, url.Values) (any, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o.Inspector == nil {
+			http.Error(w, "cache is disabled", http.StatusConflict)
+			return
+		}
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			http.Error(w, fmt.Sprintf("malformed query: %v", err), http.StatusBadRequest)
+			return
+		}
+		for name, vs := range q {
+			switch {
+			case !slices.Contains(params, name):
+				http.Error(w, fmt.Sprintf("unknown parameter %q (want %s; percent-encode the query of a url)", name, strings.Join(params, ", ")), http.StatusBadRequest)
+				return
+			case len(vs) > 1:
+				http.Error(w, fmt.Sprintf("parameter %q given %d times (want once)", name, len(vs)), http.StatusBadRequest)
+				return
+			}
+		}
+		v, err := answer(r, q)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write(append(b, '\n'))
+	})
 }

@@ -28,11 +28,15 @@ import (
 const operator, password = "ops", "ops-secret"
 
 // fakePurger records the purges asked of it and fails those of tenant
-// failFor as a shared tier that cannot record them would.
+// failFor as a shared tier that cannot record them would. It says each
+// purge matches matched entries and one more per tag.
 type fakePurger struct {
 	failFor, pendingFor string
+	matched             int
 	got                 []cache.Purge
 }
+
+func (f *fakePurger) Matching(p cache.Purge) int { return f.matched + len(p.Tags) }
 
 func (f *fakePurger) PurgeContext(_ context.Context, p cache.Purge) error {
 	f.got = append(f.got, p)
@@ -108,7 +112,7 @@ func TestHealthAndReadiness(t *testing.T) {
 
 func TestPurge(t *testing.T) {
 	t.Parallel()
-	p := &fakePurger{failFor: "summit", pendingFor: "coast"}
+	p := &fakePurger{failFor: "summit", pendingFor: "coast", matched: 3}
 	var events []telemetry.Purge
 	do := serve(t, admin.Options{
 		Purger: p, Tenants: []string{"coast", "harbour", "summit"}, Resources: []string{"properties", "agent"},
@@ -125,10 +129,10 @@ func TestPurge(t *testing.T) {
 		{"no tenant", "", true, 400, `unknown tenant ""`},
 		{"unknown resource", "tenant=harbour&resource=houses", true, 400, `unknown resource "houses" (want properties, agent)`},
 		{"unknown mode", "tenant=harbour&mode=gentle", true, 400, `unknown mode "gentle" (want soft, the default, or hard)`},
-		{"tenant", "tenant=harbour", true, 200, "purged tenant=harbour resource=all mode=soft"},
-		{"resource, hard", "tenant=harbour&resource=agent&mode=hard", true, 200, "purged tenant=harbour resource=agent mode=hard"},
-		{"not recorded for the fleet", "tenant=summit", true, 503, "purged tenant=summit resource=all mode=soft on this replica only: the shared tier could not record it for the fleet (redis: connection refused); retry"},
-		{"recorded for the fleet later", "tenant=coast&mode=hard", true, 202, "purged tenant=coast resource=all mode=hard on this replica; the shared tier has not recorded it for the fleet yet and retries until it has (purge not recorded for the fleet yet: retrying until it is: redistier: purge: no answer within the timeout)"},
+		{"tenant", "tenant=harbour", true, 200, "purged tenant=harbour resource=all mode=soft matched=3"},
+		{"resource, hard", "tenant=harbour&resource=agent&mode=hard", true, 200, "purged tenant=harbour resource=agent mode=hard matched=3"},
+		{"not recorded for the fleet", "tenant=summit", true, 503, "purged tenant=summit resource=all mode=soft matched=3 on this replica only: the shared tier could not record it for the fleet (redis: connection refused); retry"},
+		{"recorded for the fleet later", "tenant=coast&mode=hard", true, 202, "purged tenant=coast resource=all mode=hard matched=3 on this replica; the shared tier has not recorded it for the fleet yet and retries until it has (purge not recorded for the fleet yet: retrying until it is: redistier: purge: no answer within the timeout)"},
 	} {
 		if status, body := do("POST", "/cache/purge?"+tc.query, tc.auth); status != tc.status || body != tc.body {
 			t.Errorf("%s: %d %q, want %d %q", tc.name, status, body, tc.status, tc.body)
@@ -292,10 +296,10 @@ func TestPurgeByURLAndEntity(t *testing.T) {
 		status int
 		body   string
 	}{
-		{"tenant=harbour&url=%2Fau%2Fproperties.xml%3Fstatus%3Dcurrent", 200, "purged tenant=harbour url=/au/properties.xml?status=current mode=soft"},
-		{"tenant=harbour&property=7&property=8&mode=hard", 200, "purged tenant=harbour property=7,8 mode=hard"},
-		{"tenant=harbour&agent=3", 200, "purged tenant=harbour agent=3 mode=soft"},
-		{"tenant=harbour&resource=", 200, "purged tenant=harbour resource=all mode=soft"},
+		{"tenant=harbour&url=%2Fau%2Fproperties.xml%3Fstatus%3Dcurrent", 200, "purged tenant=harbour url=/au/properties.xml?status=current mode=soft matched=1"},
+		{"tenant=harbour&property=7&property=8&mode=hard", 200, "purged tenant=harbour property=7,8 mode=hard matched=2"},
+		{"tenant=harbour&agent=3", 200, "purged tenant=harbour agent=3 mode=soft matched=1"},
+		{"tenant=harbour&resource=", 200, "purged tenant=harbour resource=all mode=soft matched=0"},
 		{"tenant=harbour&url=au", 400, "url au is not a request path"},
 		{"tenant=harbour&agent=0", 400, `agent id "0" is not a positive whole number`},
 		{"tenant=harbour&resource=properties&agent=1", 400, "give at most one of resource, url, property and agent (got resource and agent)"},

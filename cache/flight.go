@@ -37,6 +37,9 @@ type refreshKey struct {
 type fillResult struct {
 	entry  *Entry
 	cached bool // found by the flight's re-check or in the second tier, no loader call
+	// source is where entry came from: this process, the second tier's
+	// entry, or another process's fill.
+	source Source
 	// stale: entry is the second tier's, past TTL but within
 	// StaleWhileRevalidate; the Gets answer Stale and start a refresh.
 	stale bool
@@ -51,9 +54,9 @@ type fillResult struct {
 
 // fill waits for the key's flight, starting it if needed. stale, when not
 // nil, is served if the flight fails.
-func (s *Store) fill(ctx context.Context, h uint64, k Key, gen uint64, p Policy, load Loader, stale *item) (*Entry, Outcome, error) {
+func (s *Store) fill(ctx context.Context, h uint64, k Key, gen uint64, p Policy, load Loader, stale *item) (*Entry, Outcome, Source, error) {
 	if err := ctx.Err(); err != nil {
-		return s.failed(k, stale, err)
+		return s.failed(k, stale, FromFirst, err)
 	}
 	var w *waiter
 	if s.tracer != nil {
@@ -68,10 +71,11 @@ func (s *Store) fill(ctx context.Context, h uint64, k Key, gen uint64, p Policy,
 			s.traceWait(ctx, w, k, res, r.Err)
 		}
 		if r.Err != nil {
+			from := FromFirst
 			if stale == nil && res != nil && res.fallback != nil {
-				stale = &item{entry: res.fallback}
+				stale, from = &item{entry: res.fallback}, FromSecond
 			}
-			return s.failed(k, stale, r.Err)
+			return s.failed(k, stale, from, r.Err)
 		}
 		o := Miss
 		switch {
@@ -84,12 +88,12 @@ func (s *Store) fill(ctx context.Context, h uint64, k Key, gen uint64, p Policy,
 			o = Hit
 		}
 		s.st.outcomes[o].Add(1)
-		return res.entry, o, nil
+		return res.entry, o, res.source, nil
 	case <-ctx.Done():
 		if w != nil {
 			s.traceWait(ctx, w, k, nil, ctx.Err())
 		}
-		return s.failed(k, stale, ctx.Err())
+		return s.failed(k, stale, FromFirst, ctx.Err())
 	}
 }
 
@@ -130,16 +134,17 @@ const (
 	attrCached   = attribute.Key("listingproxy.cache.recheck_hit")
 )
 
-// failed serves stale if there is one, else reports err.
-func (s *Store) failed(k Key, stale *item, err error) (*Entry, Outcome, error) {
+// failed serves stale if there is one (from where it came from), else
+// reports err.
+func (s *Store) failed(k Key, stale *item, from Source, err error) (*Entry, Outcome, Source, error) {
 	if stale != nil {
 		s.st.outcomes[StaleIfError].Add(1)
 		s.log.Debug("cache: serving stale after failed fill",
 			"tenant", k.Tenant, "resource", k.Resource, "err", err)
-		return stale.entry, StaleIfError, nil
+		return stale.entry, StaleIfError, from, nil
 	}
 	s.st.errors.Add(1)
-	return nil, Miss, wrapErr(k, err)
+	return nil, Miss, FromFirst, wrapErr(k, err)
 }
 
 func wrapErr(k Key, err error) error {
@@ -198,7 +203,7 @@ func (s *Store) flight(ctx context.Context, h uint64, k Key, gen uint64, p Polic
 				s.adopt(e)
 			}
 			s.store(h, k, tg, e, p)
-			res.entry = e
+			res.entry, res.source = e, FromPeer
 			return res, nil
 		}
 		e, err := s.load(ctx, p, load)
@@ -254,6 +259,7 @@ func (s *Store) fromTier(ctx context.Context, h uint64, k Key, p Policy, fromGet
 		return false
 	}
 	s.st.tierHits.Add(1)
+	res.source = FromSecond
 	return true
 }
 

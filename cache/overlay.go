@@ -19,6 +19,9 @@ type overlay struct {
 	m     map[uint64]*item
 	queue []*item // insertion order; may hold items no longer in m
 	bytes int64
+	// dropped, when set, is told of each item put pushes out (under the
+	// overlay's lock).
+	dropped func(*item)
 }
 
 func newOverlay(maxBytes int64, maxEntries int) *overlay {
@@ -40,6 +43,33 @@ func (o *overlay) get(h uint64, k Key, hard uint64) *item {
 	return it
 }
 
+// peek returns the item stored for h if it is the one for k, whatever
+// purges did to it (Inspect).
+func (o *overlay) peek(h uint64, k Key) *item {
+	if o.n.Load() == 0 {
+		return nil
+	}
+	o.mu.Lock()
+	it := o.m[h]
+	o.mu.Unlock()
+	if it == nil || it.key != k {
+		return nil
+	}
+	return it
+}
+
+// each calls fn with every item held, under the overlay's lock.
+func (o *overlay) each(fn func(*item)) {
+	if o.n.Load() == 0 {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, it := range o.m {
+		fn(it)
+	}
+}
+
 // put stores it under h, evicting the oldest items to make room. It reports
 // false when it can never fit.
 func (o *overlay) put(h uint64, it *item) bool {
@@ -55,6 +85,9 @@ func (o *overlay) put(h uint64, it *item) bool {
 		o.queue = o.queue[1:]
 		if o.m[old.hash] == old {
 			o.removeLocked(old.hash)
+			if o.dropped != nil {
+				o.dropped(old)
+			}
 		}
 	}
 	o.m[h] = it

@@ -126,6 +126,7 @@ func (s *Store) PurgeContext(ctx context.Context, p Purge) error {
 	}
 	p.Epoch = epoch
 	s.apply(p)
+	s.purges.add(p, s.now(), false)
 	s.st.purges[p.Mode&1].Add(1)
 	return err
 }
@@ -133,6 +134,7 @@ func (s *Store) PurgeContext(ctx context.Context, p Purge) error {
 // received applies a purge delivered by Generations.Watch.
 func (s *Store) received(p Purge) {
 	s.apply(p)
+	s.purges.add(p, s.now(), true)
 	s.st.purgesReceived.Add(1)
 }
 

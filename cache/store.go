@@ -134,6 +134,11 @@ type Store struct {
 	dropSets bool
 
 	st counters
+
+	// events and purges are the records Inspect reads: the latest
+	// first-tier event of recent keys, and the recent purges.
+	events keyEvents
+	purges purgeLog
 }
 
 // item is what the Store keeps in ristretto and the overlay. Immutable
@@ -226,7 +231,9 @@ func New(o Options) (*Store, error) {
 		maxBytes:       o.MaxBytes,
 		maxCost:        o.MaxBytes - o.OverlayBytes,
 		refreshing:     make(map[refreshKey]struct{}),
+		events:         newKeyEvents(o.MaxBytes),
 	}
+	s.ov.dropped = func(it *item) { s.note(it, EventOverlayFull) }
 	if o.TracerProvider != nil {
 		s.tracer = o.TracerProvider.Tracer("listingproxy/cache")
 	}
@@ -239,7 +246,7 @@ func New(o Options) (*Store, error) {
 		Metrics:            o.ristrettoMetrics,
 		// Keys are our own 64-bit hashes; items carry the full Key.
 		KeyToHash:    func(h uint64) (uint64, uint64) { return h, 0 },
-		OnEvict:      func(*ristretto.Item[*item]) { s.st.evictions.Add(1) },
+		OnEvict:      s.onEvict,
 		OnReject:     func(*ristretto.Item[*item]) { s.st.rejects.Add(1) },
 		OnExit:       s.onExit,
 		ShouldUpdate: func(cur, prev *item) bool { return cur.gen >= prev.gen },
@@ -260,6 +267,17 @@ func New(o Options) (*Store, error) {
 	return s, nil
 }
 
+// onEvict runs when ristretto evicts a value: for room, or (with an
+// expiration) at the end of its lifetime.
+func (s *Store) onEvict(i *ristretto.Item[*item]) {
+	s.st.evictions.Add(1)
+	if i.Expiration.IsZero() {
+		s.note(i.Value, EventEvicted)
+	} else {
+		s.note(i.Value, EventExpired)
+	}
+}
+
 // onExit runs when ristretto lets go of a value (eviction, refusal,
 // replacement, deletion).
 func (s *Store) onExit(it *item) {
@@ -276,8 +294,18 @@ func (s *Store) onExit(it *item) {
 // The returned Entry is
 // shared and must not be modified.
 func (s *Store) Get(ctx context.Context, k Key, p Policy, load Loader) (*Entry, Outcome, error) {
+	e, o, _, err := s.GetSource(ctx, k, p, load)
+	return e, o, err
+}
+
+// GetSource is Get, and says where the entry came from: this process
+// (its memory or its loader call), the second tier's stored entry, or
+// another process's fill (see Source). With an error the Source is
+// FromFirst.
+func (s *Store) GetSource(ctx context.Context, k Key, p Policy, load Loader) (*Entry, Outcome, Source, error) {
 	if p.TTL <= 0 || s.closed.Load() {
-		return s.bypass(ctx, k, p, load)
+		e, o, err := s.bypass(ctx, k, p, load)
+		return e, o, FromFirst, err
 	}
 	now := s.now()
 	g := s.genOf(k)
@@ -296,7 +324,7 @@ func (s *Store) Get(ctx context.Context, k Key, p Policy, load Loader) (*Entry, 
 		case e.Negative:
 			if age < p.NegativeTTL {
 				s.st.outcomes[Negative].Add(1)
-				return e, Negative, nil
+				return e, Negative, FromFirst, nil
 			}
 			if p.servableOnError(e, age) {
 				stale = it
@@ -306,11 +334,11 @@ func (s *Store) Get(ctx context.Context, k Key, p Policy, load Loader) (*Entry, 
 				s.refreshAhead(ctx, h, k, gen, p, load, e)
 			}
 			s.st.outcomes[Hit].Add(1)
-			return e, Hit, nil
+			return e, Hit, FromFirst, nil
 		case age < p.TTL+p.StaleWhileRevalidate:
 			s.refresh(ctx, h, k, gen, p, load, nil)
 			s.st.outcomes[Stale].Add(1)
-			return e, Stale, nil
+			return e, Stale, FromFirst, nil
 		case age < p.TTL+p.StaleIfError:
 			stale = it
 		}
@@ -389,6 +417,11 @@ func (s *Store) store(h uint64, k Key, gen uint64, e *Entry, p Policy) {
 	}
 	if s.ov.put(h, it) {
 		s.st.overlayPuts.Add(1)
+		s.note(it, EventNotAdmitted)
+	} else if it.cost > s.maxCost {
+		s.note(it, EventTooLarge)
+	} else {
+		s.note(it, EventNotAdmitted)
 	}
 }
 

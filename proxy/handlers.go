@@ -394,7 +394,7 @@ func (s *Server) answerFresh(w http.ResponseWriter, r *request, k cache.Key) (ou
 	if !ok {
 		return "", false
 	}
-	s.writeEntry(w, r.Request, e, o, now)
+	s.writeEntry(w, r.Request, e, o, now, nil)
 	return o.String(), true
 }
 
@@ -427,11 +427,11 @@ func (s *Server) serve(w http.ResponseWriter, r *request, k cache.Key, load load
 		if err != nil {
 			return err
 		}
-		s.writeEntry(w, r.Request, e, cache.Bypass, s.now())
+		s.writeEntry(w, r.Request, e, cache.Bypass, s.now(), nil)
 		return nil
 	}
 	ctx, span := s.startSpan(r.ctx, "cache.lookup")
-	e, outcome, err := s.cache.Get(ctx, k, r.st.policy(k.Resource), fill)
+	e, outcome, from, err := s.cache.GetSource(ctx, k, r.st.policy(k.Resource), fill)
 	r.cache = outcome.String()
 	if span.IsRecording() {
 		span.SetAttributes(attrCacheResult.String(r.cache), attrResource.String(k.Resource))
@@ -446,7 +446,7 @@ func (s *Server) serve(w http.ResponseWriter, r *request, k cache.Key, load load
 	if eh, ok := e.Meta.(*entryHeaders); ok && eh.held && outcome == cache.Miss {
 		r.cache = outcomeHeldFetch
 	}
-	s.writeEntry(w, r.Request, e, outcome, s.now())
+	s.writeEntry(w, r.Request, e, outcome, s.now(), s.tierStatus(outcome, from))
 	return nil
 }
 

@@ -49,6 +49,44 @@ func cacheStatus(o cache.Outcome) string {
 	return "listingproxy; fwd=bypass"
 }
 
+// tierStatuses are the Cache-Status values of the answers a second tier
+// gave (cache.FromSecond, by outcome) or waited for (cache.FromPeer),
+// built once by New. RFC 9211 lists one member per cache that handled the
+// request, the one nearest the origin first: the second tier (named
+// "listingproxy-shared" for Redis, "listingproxy-disk"), then this
+// process's memory, which did not hold the body (fwd=miss) and stored the
+// one it was given. A client that reads the first member's hit, or looks
+// for "hit" anywhere, counts a second tier's hit as a hit; the last member
+// tells it this process's memory did not hold it.
+type tierStatuses struct {
+	second [cache.Bypass + 1][]string
+	peer   []string
+}
+
+func newTierStatuses(tier string) *tierStatuses {
+	name := "listingproxy-" + tier
+	t := &tierStatuses{peer: []string{name + "; fwd=miss; collapsed, listingproxy; fwd=miss; stored"}}
+	for o := range t.second {
+		own := strings.TrimPrefix(cacheStatus(cache.Outcome(o)), "listingproxy")
+		t.second[o] = []string{name + own + ", listingproxy; fwd=miss; stored"}
+	}
+	return t
+}
+
+// tierStatus is the Cache-Status of an answer from src with outcome o:
+// nil (the outcome's own) for this process's.
+func (s *Server) tierStatus(o cache.Outcome, src cache.Source) []string {
+	switch {
+	case s.tiers == nil:
+		return nil
+	case src == cache.FromSecond:
+		return s.tiers.second[o]
+	case src == cache.FromPeer:
+		return s.tiers.peer
+	}
+	return nil
+}
+
 // entryHeaders are the header values of one stored entry, built once when
 // the entry is filled so that a hit allocates none of them. The values sit
 // in the struct and their bytes in one string, so that a hit on an entry
@@ -139,17 +177,20 @@ func (s *Server) dateValue(now time.Time) []string {
 // writeEntry writes a stored body at time now (the clock reading the cache
 // judged it by): Date, ETag, Cache-Status and Age, 304 for a matching
 // If-None-Match, and the gzip copy for clients that accept it. It does no
-// work proportional to the body size.
-func (s *Server) writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Entry, o cache.Outcome, now time.Time) {
+// work proportional to the body size. status, when not nil, is the
+// Cache-Status (a second tier's answer: tierStatus); nil: the outcome's.
+func (s *Server) writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Entry, o cache.Outcome, now time.Time, status []string) {
 	eh, ok := e.Meta.(*entryHeaders)
 	if !ok {
 		eh = newEntryHeaders(e)
 	}
 	h := w.Header()
 	aged := o != cache.Miss && o != cache.Bypass
-	status := hdrCacheStatus[o]
-	if o == cache.Miss && eh.held { // no backend call: a hit, as old as its fetch
-		status, aged = hdrHeldFetch, true
+	if status == nil {
+		status = hdrCacheStatus[o]
+		if o == cache.Miss && eh.held { // no backend call: a hit, as old as its fetch
+			status, aged = hdrHeldFetch, true
+		}
 	}
 	gzipped := e.Gzip != nil && acceptsGzip(r.Header["Accept-Encoding"])
 	if !gzipped || !aged {

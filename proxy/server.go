@@ -185,6 +185,7 @@ type Server struct {
 	guard      *authGuard                 // bcrypt pool and failure buckets, kept across reloads
 	capped     atomic.Int64               // lists cut at max_results (see CappedLists)
 	hot        *hotKeys                   // the requests that fill the cache most often; nil: not recorded
+	tiers      *tierStatuses              // Cache-Status of a second tier's answers; nil: no second tier
 	warmSt     [3]atomic.Uint64           // warm-up's done, failed and skipped targets (WarmStats)
 	warmRoutes map[string]warmRoute       // the API's handlers by pattern, for WarmUp
 
@@ -227,6 +228,9 @@ func New(users []User, tenants []Tenant, o Options) (*Server, error) {
 		log:       o.Logger,
 		observe:   o.Observe,
 		memo:      newCriteriaMemo(),
+	}
+	if o.Cache != nil && o.Cache.TierName() != "" {
+		s.tiers = newTierStatuses(o.Cache.TierName())
 	}
 	if o.HotKeys >= 0 && o.Cache != nil {
 		s.hot = newHotKeys(cmp.Or(o.HotKeys, DefaultHotKeys))

@@ -359,6 +359,30 @@ func (t *Tier) Get(ctx context.Context, k cache.Key) (*cache.Entry, uint64, erro
 	return e, gen, nil
 }
 
+// TierName implements cache.InspectableTier.
+func (t *Tier) TierName() string { return "disk" }
+
+// Peek implements cache.InspectableTier: k's entry as Get reads it,
+// counted in no statistic and without touching its recency (a damaged
+// value is reported, not deleted).
+func (t *Tier) Peek(ctx context.Context, k cache.Key) (*cache.Entry, uint64, error) {
+	if t.disabled.Load() {
+		return nil, 0, nil
+	}
+	var v []byte
+	var expires int64
+	err := t.db.QueryRowContext(ctx, `SELECT value, expires FROM entries WHERE id = ?`, keyID(k)).Scan(&v, &expires)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, 0, nil
+	case err != nil:
+		return nil, 0, fmt.Errorf("disktier: %w", err)
+	case t.now().UnixNano() >= expires:
+		return nil, 0, nil
+	}
+	return decode(v, k)
+}
+
 // Claim implements cache.SecondTier: one process, nothing to coordinate.
 func (t *Tier) Claim(context.Context, cache.Key) (*cache.Entry, uint64, error) { return nil, 0, nil }
 

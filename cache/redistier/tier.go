@@ -442,6 +442,28 @@ func (t *Tier) get(ctx context.Context, k cache.Key) (*cache.Entry, uint64, erro
 	return e, gen, nil
 }
 
+// TierName implements cache.InspectableTier.
+func (t *Tier) TierName() string { return "shared" }
+
+// Peek implements cache.InspectableTier: k's entry as get reads it, synced
+// or not, counted in no statistic (an oversized or damaged value is
+// reported, not dropped).
+func (t *Tier) Peek(ctx context.Context, k cache.Key) (*cache.Entry, uint64, error) {
+	eid := id(k)
+	raw, err := call(t, ctx, "peek", func(ctx context.Context) ([]byte, error) {
+		return t.rdb.GetRange(ctx, t.entryKey(eid), 0, t.maxSize).Bytes()
+	}, nil)
+	switch {
+	case err != nil:
+		return nil, 0, err
+	case len(raw) == 0:
+		return nil, 0, nil
+	case int64(len(raw)) > t.maxSize:
+		return nil, 0, fmt.Errorf("redistier: entry larger than max_entry_bytes (%d), never served", t.maxSize)
+	}
+	return decode(raw, k)
+}
+
 // dropScript deletes an entry larger than the bound (still larger: not
 // one written since). KEYS: entry; ARGV: the bound.
 var dropScript = redis.NewScript(`

@@ -36,6 +36,9 @@ func (a *app) adminOptions(cfg *config.Config, backends map[string]upstream.Back
 	}
 	if a.srv != nil {
 		o.Targets = a.srv
+		if a.cache != nil {
+			o.Inspector = a.srv
+		}
 	}
 	if a.shared != nil {
 		o.SharedCache = func() admin.SharedCacheState {

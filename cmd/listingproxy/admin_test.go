@@ -45,7 +45,7 @@ func TestAdminPurge(t *testing.T) {
 		{"unknown tenant", "tenant=nobody", "admin", "admin-demo", http.StatusBadRequest, `unknown tenant "nobody"`},
 		{"unknown resource", "tenant=harbour&resource=houses", "admin", "admin-demo", http.StatusBadRequest, `unknown resource "houses" (want properties, property, agents, agent)`},
 		{"unknown mode", "tenant=harbour&mode=gentle", "admin", "admin-demo", http.StatusBadRequest, `unknown mode "gentle" (want soft, the default, or hard)`},
-		{"purge harbour", "tenant=harbour", "admin", "admin-demo", http.StatusOK, "purged tenant=harbour resource=all mode=soft"},
+		{"purge harbour", "tenant=harbour", "admin", "admin-demo", http.StatusOK, "purged tenant=harbour resource=all mode=soft matched=1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

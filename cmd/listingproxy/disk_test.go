@@ -104,8 +104,8 @@ func TestDiskTierRestartServesWarmKeys(t *testing.T) {
 	b := diskApp(t, path, clock.Now)
 	for i, d := range diskTargets {
 		w := demoGet(t, b.handler, d.user, d.target)
-		if w.Code != 200 || w.Header().Get("Cache-Status") != "listingproxy; hit" || w.Body.String() != bodies[i] {
-			t.Errorf("%s %s after the restart: %d %q; want its own body, a hit", d.user, d.target, w.Code, w.Header().Get("Cache-Status"))
+		if w.Code != 200 || w.Header().Get("Cache-Status") != "listingproxy-disk; hit, listingproxy; fwd=miss; stored" || w.Body.String() != bodies[i] {
+			t.Errorf("%s %s after the restart: %d %q; want its own body, a hit of the disk tier", d.user, d.target, w.Code, w.Header().Get("Cache-Status"))
 		}
 	}
 	if s := b.cache.Stats(); s.LoaderCalls != 0 || s.SecondTierHits != uint64(len(diskTargets)) {
@@ -132,8 +132,8 @@ func TestDiskTierRestartServesWarmKeys(t *testing.T) {
 	tripBreaker(t, c, 5)
 	for i, d := range diskTargets {
 		w := demoGet(t, c.handler, d.user, d.target)
-		if w.Code != 200 || w.Header().Get("Cache-Status") != "listingproxy; hit; detail=stale-if-error" || w.Body.String() != bodies[i] {
-			t.Errorf("%s %s after a restart, backend down: %d %q; want its own body, stale-if-error", d.user, d.target, w.Code, w.Header().Get("Cache-Status"))
+		if w.Code != 200 || w.Header().Get("Cache-Status") != "listingproxy-disk; hit; detail=stale-if-error, listingproxy; fwd=miss; stored" || w.Body.String() != bodies[i] {
+			t.Errorf("%s %s after a restart, backend down: %d %q; want its own body, stale-if-error from the disk tier", d.user, d.target, w.Code, w.Header().Get("Cache-Status"))
 		}
 	}
 }
@@ -164,7 +164,7 @@ func TestDiskTierPurgesSurviveRestart(t *testing.T) {
 	tripBreaker(t, b, 5)
 	for i, d := range diskTargets[:4] {
 		w := demoGet(t, b.handler, d.user, d.target)
-		want, cs := http.StatusOK, "listingproxy; hit; detail=stale-if-error"
+		want, cs := http.StatusOK, "listingproxy-disk; hit; detail=stale-if-error, listingproxy; fwd=miss; stored"
 		if d.user == "summit" {
 			want, cs = http.StatusServiceUnavailable, ""
 		}

@@ -69,7 +69,8 @@ func TestFleetSharesBodiesAndPurges(t *testing.T) {
 		return resp{w.Result().Status, w.Header().Get("Cache-Status"), w.Header().Get("ETag"), w.Body.String()}
 	}
 	want := view(first)
-	want.CacheStatus = "listingproxy; hit"
+	// Redis (listed first: nearer the origin) held it; b's memory did not.
+	want.CacheStatus = "listingproxy-shared; hit, listingproxy; fwd=miss; stored"
 	if diff := cmp.Diff(want, view(second)); diff != "" {
 		t.Errorf("replica b, same request (-want +got):\n%s", diff)
 	}

@@ -149,8 +149,12 @@ func TestIsHit(t *testing.T) {
 		"nginx; hit; detail=STALE":                 true,
 		"nginx; fwd=miss":                          false,
 		"varnish; fwd=miss, listingproxy; hit":     false, // the first cache's word
-		"":                                         false,
-		"hit":                                      false, // no cache named
+		// A second tier's answers: the tier, nearer the origin, first.
+		"listingproxy-shared; hit, listingproxy; fwd=miss; stored":                      true,
+		"listingproxy-disk; hit; detail=stale-if-error, listingproxy; fwd=miss; stored": true,
+		"listingproxy-shared; fwd=miss; collapsed, listingproxy; fwd=miss; stored":      false,
+		"":    false,
+		"hit": false, // no cache named
 	} {
 		if got := IsHit(v); got != want {
 			t.Errorf("IsHit(%q) = %v, want %v", v, got, want)
