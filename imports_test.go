@@ -64,6 +64,7 @@ var importRules = map[string]importRule{
 	"internal/secret":        {ext: []string{"golang.org/x/term"}},
 	"internal/serving":       {},
 	"internal/tlsreload":     {},
+	"internal/warmup":        {own: []string{"cache", "proxy"}, ext: []string{"golang.org/x/time/rate"}},
 	"internal/tcpproxy":      {},
 	"internal/legacyfixture": {},
 	"internal/xmltext":       {ext: []string{"golang.org/x/text/"}},

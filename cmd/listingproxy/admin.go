@@ -7,8 +7,8 @@ import (
 	"slices"
 
 	"listingproxy/admin"
-	"listingproxy/cache"
 	"listingproxy/config"
+	"listingproxy/internal/warmup"
 	"listingproxy/statuspage"
 	"listingproxy/telemetry"
 	"listingproxy/upstream"
@@ -31,8 +31,8 @@ func (a *app) adminOptions(cfg *config.Config, backends map[string]upstream.Back
 		o.Purger = a.cache
 	}
 	if a.warm != nil {
-		o.Purger = warmingPurger{a.cache, a.warm}
-		o.Warming = a.warm.warming
+		o.Purger = warmup.Purger{Store: a.cache, W: a.warm}
+		o.Warming = a.warm.Warming
 	}
 	if a.srv != nil {
 		o.Targets = a.srv
@@ -74,19 +74,4 @@ func (a *app) statusPage() http.Handler {
 		o.Cache = a.cache
 	}
 	return statuspage.New(o)
-}
-
-// warmingPurger is the cache's purge followed, for a hard one, by the
-// warm-up of the hot requests it removed.
-type warmingPurger struct {
-	*cache.Store
-	w *warmer
-}
-
-func (p warmingPurger) PurgeContext(ctx context.Context, pg cache.Purge) error {
-	if err := p.Store.PurgeContext(ctx, pg); err != nil {
-		return err
-	}
-	p.w.purged(pg)
-	return nil
 }

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"listingproxy/config"
 	"listingproxy/internal/testkit"
+	"listingproxy/internal/warmup"
 )
 
 // warmConfig is the demo configuration with cache.warm on a file of the
@@ -40,18 +40,11 @@ func warmConfig(t *testing.T) (cfgPath, warmFile string) {
 // replaced by wait.
 func warmApp(t *testing.T, path string, wait func(context.Context, string) error) *app {
 	t.Helper()
-	return warmAppWith(t, path, deps{warmWait: wait})
-}
-
-// warmAppWith wires the configuration at path with d (its log and clock
-// set here).
-func warmAppWith(t *testing.T, path string, d deps) *app {
-	t.Helper()
 	cfg, err := config.Load(path, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.log, d.now = slog.New(slog.DiscardHandler), testkit.NewClock(goldenNow).Now
+	d := deps{warmWait: wait, log: slog.New(slog.DiscardHandler), now: testkit.NewClock(goldenNow).Now}
 	a, err := buildWith(context.Background(), cfg, d)
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +74,7 @@ func TestWarmUpAfterRestart(t *testing.T) {
 	a := warmApp(t, path, nil)
 	bodies := warm(t, a) // diskTargets, each caller's own body
 	a.Close()
-	saved, err := readWarmFile(file)
+	saved, err := warmup.ReadFile(file)
 	if err != nil || len(saved) != len(diskTargets) {
 		t.Fatalf("warm file after the stop: %d targets, %v; want %d", len(saved), err, len(diskTargets))
 	}
@@ -112,7 +105,7 @@ func TestWarmUpAfterRestart(t *testing.T) {
 		t.Errorf("/readyz during the warm-up: %d %q; want 503 warming", code, body)
 	}
 	close(gate)
-	<-b.warm.started
+	<-b.warm.Started()
 	if code, _ := readyz(b); code != 200 {
 		t.Errorf("/readyz after the warm-up: %d; want 200", code)
 	}
@@ -135,7 +128,7 @@ func TestWarmUpAfterRestart(t *testing.T) {
 	if w := adminPurge(b, "tenant=harbour&mode=hard", "admin", "admin-demo"); w.Code != 200 {
 		t.Fatalf("hard purge: %d %s", w.Code, w.Body)
 	}
-	b.warm.runs.Wait()
+	b.warm.Idle()
 	if got := b.cache.Stats().LoaderCalls - before; got != 4 || byTenant[1].Load() != 1 {
 		t.Errorf("after a hard purge of harbour: %d backend calls (summit's budget asked %d times); want harbour's 4 keys, summit's untouched", got, byTenant[1].Load())
 	}
@@ -194,57 +187,4 @@ func TestWarmCommand(t *testing.T) {
 	if again, _ := os.ReadFile(file); string(again) != want {
 		t.Errorf("the file changed after a refused log:\n%s", again)
 	}
-}
-
-// TestReadyTimeoutBoundsTheWait: with the warm-up held (its budget never
-// answers), /readyz answers 503 warming until cache.warm.ready_timeout's
-// timer fires, then 200 while the warm-up still runs; a start with nothing
-// to warm is ready at once and sets no timer.
-func TestReadyTimeoutBoundsTheWait(t *testing.T) {
-	path, file := warmConfig(t)
-	a := warmApp(t, path, nil)
-	var timers int
-	fire := func() {}
-	after := func(d time.Duration, f func()) func() bool {
-		timers++
-		if d != time.Hour {
-			t.Errorf("ready_timeout timer of %v, want 1h", d)
-		}
-		fire = f
-		return func() bool { return true }
-	}
-	empty := warmAppWith(t, path, deps{warmAfter: after})
-	if code, _ := readyz(empty); code != 200 || timers != 0 {
-		t.Errorf("/readyz with nothing to warm: %d, %d timers; want 200 at once, none", code, timers)
-	}
-	empty.Close()
-
-	warm(t, a)
-	a.Close()
-	if ts, _ := readWarmFile(file); len(ts) == 0 {
-		t.Fatal("no warm file written")
-	}
-	held := make(chan struct{})
-	b := warmAppWith(t, path, deps{warmAfter: after, warmWait: func(ctx context.Context, _ string) error {
-		select {
-		case <-held:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}})
-	if code, body := readyz(b); code != 503 || !strings.Contains(body, "warming") || timers != 1 {
-		t.Errorf("/readyz while warming: %d %q, %d timers; want 503 warming, 1", code, body, timers)
-	}
-	fire()
-	if code, _ := readyz(b); code != 200 {
-		t.Errorf("/readyz after ready_timeout, warm-up still held: %d; want 200", code)
-	}
-	select {
-	case <-b.warm.started:
-		t.Error("the warm-up ended while held")
-	default:
-	}
-	close(held)
-	<-b.warm.started
 }

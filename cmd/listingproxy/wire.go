@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/time/rate"
 
 	"listingproxy/admin"
 	"listingproxy/cache"
@@ -26,6 +25,7 @@ import (
 	"listingproxy/freshness"
 	"listingproxy/internal/onewrite"
 	"listingproxy/internal/serving"
+	"listingproxy/internal/warmup"
 	"listingproxy/proxy"
 	"listingproxy/telemetry"
 	"listingproxy/upstream"
@@ -44,7 +44,7 @@ type app struct {
 	// disk is the disk tier of cache.disk; nil without one.
 	disk *disktier.Tier
 	// warm is cache.warm's warm-up; nil without one.
-	warm    *warmer
+	warm    *warmup.Warmer
 	srv     *proxy.Server
 	tracing *telemetry.Tracing
 	metrics *telemetry.Metrics
@@ -82,16 +82,6 @@ type deps struct {
 	// warmWait, when set, replaces the warm-up's pacing by each backend's
 	// budget (tests count and gate the replays).
 	warmWait func(ctx context.Context, tenant string) error
-	// warmAfter, when set, replaces the timer of cache.warm.ready_timeout.
-	warmAfter afterFunc
-}
-
-// warmBudget is d.warmWait, or the backends' budgets.
-func (d deps) warmBudget(budgets map[string]*rate.Limiter) func(context.Context, string) error {
-	if d.warmWait != nil {
-		return d.warmWait
-	}
-	return warmBudget(budgets)
 }
 
 // build turns a validated configuration into a running service's parts.
@@ -210,7 +200,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	}
 	if !cfg.Cache.Disabled {
 		co := cache.Options{MaxBytes: int64(cfg.Cache.MaxBytes), Now: now, Logger: log, TracerProvider: tp,
-			RecordLifetime: longestLifetime(policies(cfg.Cache)), RefreshBudget: refreshBudget(budgets)}
+			RecordLifetime: longestLifetime(policies(cfg.Cache)), RefreshBudget: budgets.Allow}
 		if sh := cfg.Cache.Shared; sh != nil {
 			tier, closeTier, err := sharedTier(sh, cmp.Or(cfg.Cache.FillTimeout.D(), cache.DefaultFillTimeout), log, reg)
 			if err != nil {
@@ -275,11 +265,11 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		}); err != nil {
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
-		after := d.warmAfter
-		if after == nil {
-			after = realAfterFunc
+		wait := d.warmWait
+		if wait == nil {
+			wait = budgets.Wait
 		}
-		a.warm = newWarmer(a.srv, w, d.warmBudget(budgets), after, log)
+		a.warm = warmup.Start(a.srv, warmup.Options{File: w.File, Keys: w.Keys, ReadyTimeout: w.ReadyTimeout.D(), Wait: wait, Logger: log})
 		a.closers = append(a.closers, a.warm.Close) // before the cache's Close: the last run ends, the file is written
 	}
 	// Outermost first: the drain's Connection: close goes on every
@@ -428,42 +418,15 @@ func withRefreshAhead(p cache.Policy, share float64) cache.Policy {
 	return p
 }
 
-// backgroundBudgets are each backend's limiter of background calls
+// backgroundBudgets are each backend's budget of background calls
 // (cache.refresh_budget calls a second), by tenant: refreshes ahead of
 // expiry and the warm-up share it.
-func backgroundBudgets(cfg *config.Config) map[string]*rate.Limiter {
-	perSecond := cmp.Or(cfg.Cache.RefreshBudget, float64(proxy.DefaultRefreshBudget))
-	byBackend := map[string]*rate.Limiter{}
-	byTenant := map[string]*rate.Limiter{}
-	for _, tn := range slices.Sorted(maps.Keys(cfg.Tenants)) {
-		b := cfg.Tenants[tn].Backend
-		if byBackend[b] == nil {
-			byBackend[b] = rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond)))
-		}
-		byTenant[tn] = byBackend[b]
+func backgroundBudgets(cfg *config.Config) warmup.Budgets {
+	backendOf := map[string]string{}
+	for tn, t := range cfg.Tenants {
+		backendOf[tn] = t.Backend
 	}
-	return byTenant
-}
-
-// refreshBudget is cache.Options.RefreshBudget: a refresh ahead of expiry
-// goes only when the key's tenant's backend has a token; it never waits.
-func refreshBudget(byTenant map[string]*rate.Limiter) func(cache.Key) bool {
-	return func(k cache.Key) bool {
-		l := byTenant[k.Tenant]
-		return l != nil && l.Allow()
-	}
-}
-
-// warmBudget is WarmUp's pacing: each replay waits for a token of its
-// tenant's backend.
-func warmBudget(byTenant map[string]*rate.Limiter) func(context.Context, string) error {
-	return func(ctx context.Context, tenant string) error {
-		l := byTenant[tenant]
-		if l == nil {
-			return nil
-		}
-		return l.Wait(ctx)
-	}
+	return warmup.NewBudgets(cmp.Or(cfg.Cache.RefreshBudget, float64(proxy.DefaultRefreshBudget)), backendOf)
 }
 
 // longestLifetime is the longest time any entry stays of use under pol
