@@ -82,7 +82,7 @@ log: {level: info, format: json}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"listingproxy", "-config", path}, func(string) string { return "" }, nil, &stdout, &stderr)
+		done <- serveWith(ctx, []string{"listingproxy", "-config", path}, func(string) string { return "" }, &stdout, &stderr, drainAtOnce)
 	}()
 	defer func() {
 		cancel()

@@ -254,7 +254,7 @@ func TestRunReloadsOnSIGHUPAndFlushesOnShutdown(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"listingproxy", "-config", path}, func(string) string { return "" }, nil, &stdout, &stderr)
+		done <- serveWith(ctx, []string{"listingproxy", "-config", path}, func(string) string { return "" }, &stdout, &stderr, drainAtOnce)
 	}()
 	var base, admin string
 	testkit.WaitFor(t, "run prints where it listens", func() bool {

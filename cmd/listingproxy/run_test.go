@@ -40,10 +40,25 @@ func demoConfig(t testing.TB) string {
 var listenLine = regexp.MustCompile(`listening on (https?://\S+) \(admin: (http://\S+),`)
 
 // TestRunServesTheDemo starts the real service with run, waits for
-// /healthz, makes an authenticated request, and shuts it down (startRun
-// checks that run then returns nil).
+// /healthz, makes an authenticated request, and shuts it down (startServing
+// checks that run then returns nil); server.drain_delay 0s stops it without
+// a drain.
 func TestRunServesTheDemo(t *testing.T) {
-	base, admin := startRun(t, demoConfig(t))
+	path := demoConfig(t)
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noDrain := strings.Replace(string(src), "  drain_delay: 5s", "  drain_delay: 0s", 1)
+	if noDrain == string(src) {
+		t.Fatal("config.yaml has no drain_delay: 5s line")
+	}
+	if err := os.WriteFile(path, []byte(noDrain), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, admin, _ := startServing(t, path, func(ctx context.Context, args []string, stdout io.Writer) error {
+		return run(ctx, args, func(string) string { return "" }, strings.NewReader(""), stdout, io.Discard)
+	})
 	client := &http.Client{Timeout: 10 * time.Second}
 	testkit.WaitFor(t, "/healthz to answer 200", func() bool {
 		resp, err := client.Get(admin + "/healthz")
@@ -171,14 +186,25 @@ func roundTrip401(t *testing.T, conn net.Conn) {
 }
 
 // startRun runs the service on cfgPath until the test ends (then it must
-// shut down cleanly: run returns nil) and returns its public and admin base
-// URLs, once it prints where it listens.
+// shut down cleanly: serve returns nil) and returns its public and admin
+// base URLs, once it prints where it listens. Its drain delay ends at once
+// (drainAtOnce).
 func startRun(t *testing.T, cfgPath string) (base, admin string) {
 	t.Helper()
 	base, admin, _ = startServing(t, cfgPath, func(ctx context.Context, args []string, stdout io.Writer) error {
-		return run(ctx, args, func(string) string { return "" }, strings.NewReader(""), stdout, io.Discard)
+		return serveWith(ctx, args, func(string) string { return "" }, stdout, io.Discard, drainAtOnce)
 	})
 	return base, admin
+}
+
+// drainAtOnce is serveWith's drain timer for tests that only stop the
+// service at their end: the drain (server.drain_delay, 5s by default)
+// ends at once instead of holding each test for it.
+// TestRunDrainsBeforeShutdown holds the timer and looks at the drain.
+func drainAtOnce(time.Duration) <-chan time.Time {
+	c := make(chan time.Time, 1)
+	c <- time.Time{}
+	return c
 }
 
 // startServing starts serve (through run or serveWith) on cfgPath, as

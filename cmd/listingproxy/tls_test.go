@@ -53,7 +53,7 @@ func startTLSRun(t *testing.T, cfgPath string) (base string, reloads <-chan stri
 	}()
 	base, _, _ = startServing(t, cfgPath, func(ctx context.Context, args []string, stdout io.Writer) error {
 		defer errW.Close()
-		return run(ctx, args, noEnv, strings.NewReader(""), stdout, errW)
+		return serveWith(ctx, args, noEnv, stdout, errW, drainAtOnce)
 	})
 	if !strings.HasPrefix(base, "https://") {
 		t.Fatalf("public listener %s, want https://", base)
