@@ -192,6 +192,10 @@ type Tenant struct {
 	// webhooks (POST /hooks/changes/NAME on the public listener; the
 	// webhook feed, docs/crm.md). At least 16 bytes.
 	WebhookSecret string `yaml:"webhook_secret"`
+	// StrictParams answers a list request carrying a parameter the list
+	// does not take with the spec's error list instead of ignoring it.
+	// Default false.
+	StrictParams bool `yaml:"strict_params"`
 }
 
 // Compat are per-tenant compatibility switches for old clients of the

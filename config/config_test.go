@@ -559,3 +559,25 @@ func TestDidYouMean(t *testing.T) {
 		t.Errorf("err = %v, want it to contain %q", err, want)
 	}
 }
+
+// TestStrictParams: tenants.NAME.strict_params is off by default, and a
+// value that is no boolean is a located error.
+func TestStrictParams(t *testing.T) {
+	t.Parallel()
+	base := "backends: {d: {kind: sqlite, dsn: x}}\n"
+	cfg, err := config.Parse("c.yaml", []byte(base+"tenants:\n  a: {backend: d}\n  b: {backend: d, strict_params: true}\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Tenants["a"].StrictParams || !cfg.Tenants["b"].StrictParams {
+		t.Errorf("strict_params: a %v, b %v; want false, true", cfg.Tenants["a"].StrictParams, cfg.Tenants["b"].StrictParams)
+	}
+	_, err = config.Parse("c.yaml", []byte(base+"tenants:\n  a: {backend: d}\n  b:\n    backend: d\n    strict_params: sometimes\n"), noEnv)
+	probs, ok := err.(config.Problems)
+	if !ok {
+		t.Fatalf("error = %v (%T), want config.Problems", err, err)
+	}
+	if diff := cmp.Diff([]string{`c.yaml:6: tenants.b.strict_params: invalid boolean "sometimes" (want true or false)`}, []string(probs)); diff != "" {
+		t.Errorf("problems mismatch (-want +got):\n%s", diff)
+	}
+}

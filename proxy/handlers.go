@@ -47,19 +47,20 @@ func listEndpoint[T any](s *Server, res normalize.Resource, name string,
 	list func(upstream.Backend, context.Context, upstream.Scope, normalize.Criteria) ([]T, error),
 	appendList func([]byte, wire.Format, []T, wire.Options) []byte, tags tagsOf[T],
 ) apiHandler {
-	return func(w http.ResponseWriter, r request) (string, error) {
-		c, err := s.criteria(&r, res, parse)
+	return func(w http.ResponseWriter, r request) (handled, error) {
+		c, unknown, err := s.criteria(&r, res, parse)
 		if err != nil {
-			return "", err
+			return handled{unknown: unknown}, err
 		}
 		k := s.cacheKey(&r, name, c.Key())
 		if r.warm != nil && r.warm.key(k) {
-			return "", nil
+			return handled{}, nil
 		}
 		if outcome, ok := s.answerFresh(w, &r, k); ok {
-			return outcome, nil
+			return handled{cache: outcome, unknown: unknown}, nil
 		}
-		return fillList(s, w, r, k, c, list, appendList, tags)
+		outcome, err := fillList(s, w, r, k, c, list, appendList, tags)
+		return handled{cache: outcome, unknown: unknown}, err
 	}
 }
 
@@ -123,20 +124,21 @@ func singleEndpoint[T any](s *Server, name, label string,
 	get func(upstream.Backend, context.Context, upstream.Scope, int64) (T, error),
 	appendOne func([]byte, wire.Format, *T, wire.Options) []byte, idTag func(int64) cache.Tag, tags tagsOf[T],
 ) apiHandler {
-	return func(w http.ResponseWriter, r request) (string, error) {
+	return func(w http.ResponseWriter, r request) (handled, error) {
 		id, err := s.singleID(&r)
 		if err != nil {
-			return "", err
+			return handled{}, err
 		}
 		sid := strconv.FormatInt(id, 10)
 		k := s.cacheKey(&r, name, sid)
 		if r.warm != nil && r.warm.key(k) {
-			return "", nil
+			return handled{}, nil
 		}
 		if outcome, ok := s.answerFresh(w, &r, k); ok {
-			return outcome, nil
+			return handled{cache: outcome}, nil
 		}
-		return fillOne(s, w, r, k, id, label+" with ID "+sid+" not found", get, appendOne, idTag, tags)
+		outcome, err := fillOne(s, w, r, k, id, label+" with ID "+sid+" not found", get, appendOne, idTag, tags)
+		return handled{cache: outcome}, err
 	}
 }
 
@@ -181,40 +183,61 @@ func fillOne[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, id
 
 // criteria returns the canonical criteria of the request's query, from the
 // memo when this raw query parsed cleanly before, or the spec's error list
-// (including the permission check on detail=full).
-func (s *Server) criteria(r *request, res normalize.Resource, parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors)) (*normalize.Criteria, error) {
+// (including the permission check on detail=full, and, for a tenant with
+// StrictParams, the parameters the list does not take); and the metric
+// labels of those parameters (normalize.ParamLabel), nil when none.
+func (s *Server) criteria(r *request, res normalize.Resource, parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors)) (*normalize.Criteria, []string, error) {
 	_, span := s.startSpan(r.ctx, "proxy.normalize")
-	c, memoised, err := s.canonical(r, res, parse)
+	c, unknown, memoised, err := s.canonical(r, res, parse)
 	if span.IsRecording() {
 		span.SetAttributes(attrMemo.Bool(memoised), attrValid.Bool(err == nil))
 	}
 	span.End()
-	return c, err
+	return c, unknown, err
 }
 
 // canonical is criteria without the span; memoised reports a memo hit. The
 // criteria are shared (with the memo) and must not be modified; a hit
 // copies nothing (Criteria is a few hundred bytes).
-func (s *Server) canonical(r *request, res normalize.Resource, parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors)) (_ *normalize.Criteria, memoised bool, _ error) {
+func (s *Server) canonical(r *request, res normalize.Resource, parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors)) (_ *normalize.Criteria, unknown []string, memoised bool, _ error) {
 	raw := r.URL.RawQuery
 	norm := s.normFor(r.who.tenant)
-	c, memoised := s.memo.get(memoKey{res, norm.MaxResults, norm.MaxOffset, raw})
+	strict := r.who.tenant.StrictParams
+	pq, memoised := s.memo.get(memoKey{res, norm.MaxResults, norm.MaxOffset, raw})
 	if !memoised {
 		q, err := parseQuery(raw)
 		if err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
+		names := normalize.Unknown(res, q)
 		parsed, errs := parse(q, norm)
 		if errs != nil {
-			return nil, false, s.criteriaErrors(r, q, parsed, errs)
+			err := s.criteriaErrors(r, q, parsed, errs)
+			if strict && names != nil {
+				err = withUnknown(err, res, names)
+			}
+			return nil, paramLabels(names), false, err
 		}
-		c = &parsed
-		s.memo.put(memoKey{res, norm.MaxResults, norm.MaxOffset, raw}, c)
+		pq = newParsedQuery(parsed, names)
+		s.memo.put(memoKey{res, norm.MaxResults, norm.MaxOffset, raw}, pq)
 	}
+	c := &pq.c
+	var err error
 	if c.Detail() == normalize.Full && r.who.perms&PermFull == 0 {
-		return c, memoised, normalize.Errors{{Field: "detail", Message: msgNeedFull}}
+		err = normalize.Errors{{Field: "detail", Message: msgNeedFull}}
 	}
-	return c, memoised, nil
+	if strict && pq.unknown != nil {
+		err = withUnknown(err, res, pq.unknown)
+	}
+	return c, pq.labels, memoised, err
+}
+
+// withUnknown adds the errors refusing the unknown parameters names of a
+// list of res to err (the spec's error list, or nil), after the others.
+func withUnknown(err error, res normalize.Resource, names []string) error {
+	var errs normalize.Errors
+	errors.As(err, &errs)
+	return append(errs[:len(errs):len(errs)], normalize.UnknownErrors(res, names)...)
 }
 
 // normFor is the normalisation options of t's lists: the server's, with

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"listingproxy/proxy"
 )
@@ -61,7 +62,7 @@ func TestTenantRateLimit(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if got, want := seen[2], (proxy.RequestInfo{Tenant: "harbour", Backend: "fake", User: "harbour", Rejection: proxy.RejectTenantLimit}); got != want {
-		t.Errorf("observed %+v, want %+v", got, want)
+	if diff := cmp.Diff(proxy.RequestInfo{Tenant: "harbour", Backend: "fake", User: "harbour", Rejection: proxy.RejectTenantLimit}, seen[2], cmpopts.EquateErrors()); diff != "" {
+		t.Errorf("observed (-want +got):\n%s", diff)
 	}
 }

@@ -14,7 +14,34 @@ import (
 // emptied itself when full, and with 10,000 keys cycled every hit parsed
 // and allocated again (15 allocations and 3.5 KB per hit instead of 1 and
 // 22 B; bench/NOTES.md, "Many hot keys").
-type criteriaMemo = clockMemo[memoKey, *normalize.Criteria]
+type criteriaMemo = clockMemo[memoKey, *parsedQuery]
+
+// parsedQuery is what the memo keeps of a raw query: its canonical
+// criteria, and the parameters it carried that the list does not take
+// (counted on every request, refused for a strict tenant).
+type parsedQuery struct {
+	c normalize.Criteria
+	// unknown are the names (normalize.Unknown), labels their metric
+	// labels (normalize.ParamLabel); nil when there are none.
+	unknown, labels []string
+}
+
+// newParsedQuery keeps c and the unknown parameters names.
+func newParsedQuery(c normalize.Criteria, names []string) *parsedQuery {
+	return &parsedQuery{c: c, unknown: names, labels: paramLabels(names)}
+}
+
+// paramLabels returns the metric labels of names; nil for none.
+func paramLabels(names []string) []string {
+	if names == nil {
+		return nil
+	}
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = normalize.ParamLabel(n)
+	}
+	return out
+}
 
 type memoKey struct {
 	resource normalize.Resource
@@ -39,10 +66,15 @@ func newCriteriaMemo() *criteriaMemo {
 
 // memoCost estimates the heap an entry holds: the raw query, the canonical
 // key, and the criteria's slices, each element of which (8 bytes at most)
-// came from at least two bytes of the query ("1,").
-func memoCost(k memoKey, c *normalize.Criteria) int {
+// came from at least two bytes of the query ("1,"); and the unknown
+// parameters' names and labels (a string header each, the names' bytes).
+func memoCost(k memoKey, v *parsedQuery) int {
 	if len(k.raw) > memoMaxQuery {
 		return memoBytes + 1 // never kept
 	}
-	return memoFixed + len(k.raw) + len(c.Key()) + 4*len(k.raw)
+	n := memoFixed + len(k.raw) + len(v.c.Key()) + 4*len(k.raw)
+	for _, u := range v.unknown {
+		n += 2*16 + len(u)
+	}
+	return n
 }

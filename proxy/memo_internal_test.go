@@ -68,8 +68,9 @@ func TestCriteriaMemoCost(t *testing.T) {
 					t.Fatalf("%s: %v", raw, errs)
 				}
 				k := memoKey{normalize.Properties, 1000, 0, raw}
-				cost += memoCost(k, &c)
-				m.put(k, &c)
+				v := newParsedQuery(c, normalize.Unknown(normalize.Properties, q))
+				cost += memoCost(k, v)
+				m.put(k, v)
 			}
 			runtime.GC()
 			runtime.ReadMemStats(&after)

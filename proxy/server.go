@@ -19,6 +19,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -72,6 +73,11 @@ type Tenant struct {
 	// own entry (see sharedFetch) and each variant's body is rendered from
 	// it. For backends whose answers pass through (a legacy CRM).
 	ShareFetch bool
+	// StrictParams answers a list request carrying a parameter the list
+	// does not take with the spec's error list (one error per such
+	// parameter), instead of ignoring it. Default off: ignored, as the
+	// spec's lists ignore what they do not know, and only counted.
+	StrictParams bool
 
 	limiter *rate.Limiter // from RateLimit; nil: no limit
 }
@@ -152,6 +158,17 @@ type RequestInfo struct {
 	// RejectMissing or RejectBad (401), RejectThrottled, RejectPoolFull or
 	// RejectTenantLimit (429); "" when it was not.
 	Rejection string
+	// CriteriaErrors names, each once, the parameters of the spec's error
+	// list a list request was answered with (invalid criteria, detail=full
+	// without the permission, a strict tenant's unknown parameters), as
+	// metric labels: the spec's parameter name (normalize.ParamLabel), else
+	// "other". Nil when none.
+	CriteriaErrors []string
+	// UnknownParams labels each query parameter a list request carried
+	// that its list does not take (at most normalize.MaxUnknown), as
+	// CriteriaErrors does: "bedrooms" on the agents list, "other" for a
+	// name the spec does not have. Nil when none. Must not be modified.
+	UnknownParams []string
 }
 
 // ReloadOptions are the settings Reload replaces. A nil field keeps the
@@ -383,18 +400,29 @@ type request struct {
 	warm *warmCall
 }
 
-// apiHandler is an API endpoint: it returns the cache outcome ("" when the
-// cache was not consulted), and an error instead of writing one. It gets
-// the request by value, so that a cache hit allocates no request on the
-// heap (a pointer through a function value always escapes); the paths that
-// fill the cache copy it to the heap themselves.
-type apiHandler func(w http.ResponseWriter, r request) (cacheOutcome string, err error)
+// apiHandler is an API endpoint: it returns what it knows of its answer
+// (handled), and an error instead of writing one. It gets the request by
+// value, so that a cache hit allocates no request on the heap (a pointer
+// through a function value always escapes); the paths that fill the cache
+// copy it to the heap themselves.
+type apiHandler func(w http.ResponseWriter, r request) (handled, error)
+
+// handled is what an API handler reports of its answer, for
+// Options.Observe.
+type handled struct {
+	// cache is the cache outcome ("" when the cache was not consulted).
+	cache string
+	// unknown are the metric labels of the query parameters a list does
+	// not take (shared with the criteria memo: not to be modified).
+	unknown []string
+}
 
 // api adapts an apiHandler to http.Handler: it authenticates, checks the
 // country, runs the handler and maps any error through classify.
 func (s *Server) api(format wire.Format, h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rq := request{Request: r, ctx: r.Context(), st: s.live.Load(), format: format}
+		var unknown []string
 		var deny denial
 		rq.who, deny = s.authenticate(&rq)
 		var err error
@@ -409,18 +437,23 @@ func (s *Server) api(format wire.Format, h apiHandler) http.Handler {
 			if rq.loc == nil {
 				err = &Error{Status: http.StatusNotFound, Message: "Unknown country " + strconv.Quote(truncate(rq.country, 16))}
 			} else {
-				rq.cache, err = h(w, rq)
+				var done handled
+				done, err = h(w, rq)
+				rq.cache, unknown = done.cache, done.unknown
 			}
 		}
 		var failure error
+		var criteria []string
 		if err != nil {
 			if classify(err).Status >= 500 {
 				failure = err
 			}
+			criteria = criteriaLabels(err)
 			s.writeError(w, r, format, err)
 		}
 		if s.observe != nil {
-			info := RequestInfo{Cache: rq.cache, AuthFailed: rq.who == nil && (deny.reason == RejectMissing || deny.reason == RejectBad), Rejection: deny.reason, Err: failure}
+			info := RequestInfo{Cache: rq.cache, AuthFailed: rq.who == nil && (deny.reason == RejectMissing || deny.reason == RejectBad), Rejection: deny.reason, Err: failure,
+				CriteriaErrors: criteria, UnknownParams: unknown}
 			if rq.who != nil {
 				info.Tenant, info.Backend, info.User = rq.who.tenant.Name, rq.who.tenant.BackendName, rq.who.username
 			}
@@ -559,4 +592,22 @@ func unavailableRetryAfter(err error) string {
 		}
 	}
 	return retryAfterSeconds
+}
+
+// criteriaLabels returns the metric labels of the fields of err's error
+// list, each once, in order; nil when err is no error list. (Apart from
+// the handler's adapter: errors.As's target escapes, and only a failed
+// request should pay for it.)
+func criteriaLabels(err error) []string {
+	var errs normalize.Errors
+	if !errors.As(err, &errs) {
+		return nil
+	}
+	var out []string
+	for _, fe := range errs {
+		if l := normalize.ParamLabel(fe.Field); !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return out
 }

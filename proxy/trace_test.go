@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -265,7 +267,7 @@ func TestObserve(t *testing.T) {
 		{Tenant: "harbour", Backend: "fake", User: "harbour", Cache: "miss"},
 		{Tenant: "harbour", Backend: "fake", User: "harbour", Cache: "hit"},
 		{AuthFailed: true, Rejection: proxy.RejectMissing},
-		{Tenant: "harbour", Backend: "fake", User: "harbour"},
+		{Tenant: "harbour", Backend: "fake", User: "harbour", CriteriaErrors: []string{"bedrooms"}},
 	}
 	if len(got) != 5 || !errors.Is(got[4].Err, down) {
 		t.Fatalf("observed %+v, want 5 requests, the last with the backend's failure", got)
@@ -273,7 +275,7 @@ func TestObserve(t *testing.T) {
 	if got[4].Tenant != "summit" || got[4].User != "summit" {
 		t.Errorf("failed request observed as %+v", got[4])
 	}
-	if got = got[:4]; !slices.Equal(got, want) {
-		t.Errorf("observed\n%+v\nwant\n%+v", got, want)
+	if diff := cmp.Diff(want, got[:4], cmpopts.EquateErrors()); diff != "" {
+		t.Errorf("observed (-want +got):\n%s", diff)
 	}
 }

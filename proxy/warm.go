@@ -178,11 +178,11 @@ func (s *Server) warmOne(ctx context.Context, who *principal, t WarmTarget, w *w
 	if rq.loc = s.countries[rq.country]; rq.loc == nil {
 		return "", fmt.Errorf("proxy: warm target %q: unknown country", t.Target)
 	}
-	outcome, err := wr.h(discard{}, rq)
+	done, err := wr.h(discard{}, rq)
 	if err != nil {
-		return outcome, fmt.Errorf("proxy: warm target %q as %s: %w", t.Target, t.User, err)
+		return done.cache, fmt.Errorf("proxy: warm target %q as %s: %w", t.Target, t.User, err)
 	}
-	return outcome, nil
+	return done.cache, nil
 }
 
 // noteWarm records a replayed target under its key, keeping its rank.

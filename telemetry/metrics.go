@@ -51,10 +51,11 @@ type Metrics struct {
 	lastReloadOK   prometheus.Gauge
 	lastReloadTime prometheus.Gauge
 
-	tenants tenantTraffic // per-tenant counters (tenant.go)
-	abuse   abuseCounters // auth rejections and tenant rate limits (abuse.go)
-	feeds   feedMetrics   // change feeds (feeds.go)
-	events  eventLog      // recent purges and reloads (tenant.go)
+	tenants  tenantTraffic   // per-tenant counters (tenant.go)
+	abuse    abuseCounters   // auth rejections and tenant rate limits (abuse.go)
+	mistakes mistakeCounters // criteria errors and unknown parameters (mistakes.go)
+	feeds    feedMetrics     // change feeds (feeds.go)
+	events   eventLog        // recent purges and reloads (tenant.go)
 }
 
 // latencyBuckets span a memory hit (tens of microseconds: the smallest
@@ -118,6 +119,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		m.ConfigReloads.WithLabelValues(result)
 	}
 	m.abuse = newAbuseCounters()
+	m.mistakes = newMistakeCounters()
 	m.feeds = newFeedMetrics()
 	m.events.limit = recentEvents
 	b := ReadBuild()
@@ -126,7 +128,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Help:        "Always 1; the labels name the running build (version, VCS commit, Go version).",
 		ConstLabels: prometheus.Labels{"version": b.Version, "commit": b.Commit, "goversion": b.GoVersion},
 	}, func() float64 { return 1 })
-	for _, c := range append(append(m.abuse.collectors(), m.feeds.collectors()...),
+	for _, c := range append(append(append(m.abuse.collectors(), m.mistakes.collectors()...), m.feeds.collectors()...),
 		m.Requests, m.RequestDuration, m.AuthFailures, m.BackendDuration, m.BackendErrors, m.BreakerTransitions,
 		m.ConfigReloads, m.lastReloadOK, m.lastReloadTime, m.Purges, m.TraceExportFailures, buildInfo, &tenantCollector{t: &m.tenants},
 		collectors.NewGoCollector(),

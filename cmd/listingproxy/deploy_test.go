@@ -249,6 +249,8 @@ func TestDeployQueriesNameExportedMetrics(t *testing.T) {
 	for i := range 3 {
 		demoGet(t, a.handler, "summit", "/au/agents.json?limit="+string(rune('1'+i)))
 	}
+	demoGet(t, a.handler, "harbour", "/au/properties.json?limit=3&statuss=current") // an unknown parameter (not a hit of limit=2)
+	demoGet(t, a.handler, "harbour", "/au/properties.json?bedrooms=many")           // a criteria error
 	purge := httptest.NewRequest("POST", "/cache/purge?tenant=harbour", nil)
 	purge.SetBasicAuth("admin", "admin-demo")
 	w := httptest.NewRecorder()
@@ -281,6 +283,8 @@ func TestDeployQueriesNameExportedMetrics(t *testing.T) {
 		`listingproxy_tenant_requests_total{backend="demo",cache="hit",tenant="harbour"} 1`,
 		`listingproxy_tenant_server_errors_total{backend="legacy",tenant="summit"} 3`,
 		`listingproxy_breaker_state{backend="legacy",state="open",tenant="summit"} 1`,
+		`listingproxy_unknown_params_total{param="other",tenant="harbour"} 1`,
+		`listingproxy_criteria_errors_total{param="bedrooms",tenant="harbour"} 1`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -148,7 +148,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	for _, name := range slices.Sorted(maps.Keys(cfg.Tenants)) {
 		t := cfg.Tenants[name]
 		pt := proxy.Tenant{Name: name, Backend: decorated[t.Backend], BackendName: t.Backend, Upstream: t.UpstreamTenant,
-			JSONSingleObject: t.Compat.JSONSingleObject, JSONNumericIDs: t.Compat.JSONNumericIDs, JSONVideoURL: t.Compat.JSONVideoURL}
+			JSONSingleObject: t.Compat.JSONSingleObject, JSONNumericIDs: t.Compat.JSONNumericIDs, JSONVideoURL: t.Compat.JSONVideoURL, StrictParams: t.StrictParams}
 		pt.JSONSingleObjectItems = itemSet(t.Compat.JSONSingleObjectItems)
 		if len(t.ExtraFields) > 0 {
 			pt.ExtraFields = make(map[string]bool, len(t.ExtraFields))
@@ -183,6 +183,9 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		Countries: zones, MaxResults: cfg.MaxResults, MaxOffset: cfg.MaxOffset, Now: now, Logger: log, TracerProvider: tp,
 		Observe: func(w http.ResponseWriter, i proxy.RequestInfo) {
 			telemetry.Annotate(w, telemetry.Annotation{Tenant: i.Tenant, Backend: i.Backend, User: i.User, Cache: i.Cache, AuthFailed: i.AuthFailed, Err: i.Err})
+			if i.CriteriaErrors != nil || i.UnknownParams != nil {
+				a.metrics.ClientMistakes(i.Tenant, i.CriteriaErrors, i.UnknownParams)
+			}
 			switch i.Rejection {
 			case "":
 			case proxy.RejectTenantLimit:
