@@ -1,10 +1,11 @@
 // Package h2guard bounds the HTTP/2 control frames a client may send on one
 // connection of the public TLS listener: PING, SETTINGS (neither an
-// acknowledgement), PRIORITY and RST_STREAM, the frames of the known HTTP/2
-// floods (ping flood, settings flood, rapid reset: CVE-2019-9512,
-// CVE-2019-9515, CVE-2023-44487). Each costs the server work (an answer, a
-// stream torn down) and carries no request, and net/http answers every one
-// as fast as a client sends them: four connections flooding PINGs left other
+// acknowledgement) and PRIORITY in one bucket, RST_STREAM in a tighter one.
+// They are the frames of the known HTTP/2 floods (ping flood, settings
+// flood, rapid reset: CVE-2019-9512, CVE-2019-9515, CVE-2023-44487): each
+// costs the server work (an answer, a request begun then torn down) and
+// none waits for an answer, and net/http takes every one as fast as a
+// client sends them: four connections flooding PINGs left other
 // clients 6% of their throughput, 32 connections of rapid resets 1%. A
 // connection past its bucket is closed at once and counted.
 //
@@ -48,9 +49,16 @@ const (
 	// allowed on one connection: a browser sends a few at its start and
 	// one now and then (a cancelled request, a keep-alive PING).
 	DefaultControlPerSecond = 50
-	// DefaultControlBurst is how many a connection may send at once, as a
-	// page closed with a hundred requests in flight resets them all.
+	// DefaultControlBurst is how many a connection may send at once.
 	DefaultControlBurst = 500
+	// DefaultResetPerSecond and DefaultResetBurst bound the streams a
+	// client resets (RST_STREAM) on one connection: each reset stream was
+	// a request the server began to serve, so a reset costs what a request
+	// does, and rapid reset is a request flood the client never waits
+	// for. A program cancels a request now and then; a page closed with a
+	// hundred requests in flight resets them all, once.
+	DefaultResetPerSecond = 10
+	DefaultResetBurst     = 100
 )
 
 // Options configure Listen. The zero value takes the defaults.
@@ -59,6 +67,10 @@ type Options struct {
 	// frames (a token bucket); past them the connection is closed.
 	ControlPerSecond float64
 	ControlBurst     int
+	// ResetPerSecond and ResetBurst bound one connection's RST_STREAM
+	// frames, likewise.
+	ResetPerSecond float64
+	ResetBurst     int
 	// Now is the clock of the buckets. Default time.Now.
 	Now func() time.Time
 }
@@ -66,10 +78,8 @@ type Options struct {
 // Listener is a TLS listener whose connections are watched.
 type Listener struct {
 	net.Listener
-	perSecond rate.Limit
-	burst     int
-	now       func() time.Time
-	closed    atomic.Uint64
+	o      Options
+	closed atomic.Uint64
 }
 
 // ErrControlFlood is the read error of a connection closed for its
@@ -85,10 +95,16 @@ func Listen(ln net.Listener, o Options) *Listener {
 	if o.ControlBurst <= 0 {
 		o.ControlBurst = DefaultControlBurst
 	}
+	if o.ResetPerSecond <= 0 {
+		o.ResetPerSecond = DefaultResetPerSecond
+	}
+	if o.ResetBurst <= 0 {
+		o.ResetBurst = DefaultResetBurst
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Listener{Listener: ln, perSecond: rate.Limit(o.ControlPerSecond), burst: o.ControlBurst, now: o.Now}
+	return &Listener{Listener: ln, o: o}
 }
 
 // Configure makes srv, which serves l, accept HTTP/1.1 and, when http2,
@@ -122,9 +138,10 @@ func (l *Listener) Accept() (net.Conn, error) {
 // would then serve HTTP/2 only by its TLS path, which takes no connection
 // of ours.
 type conn struct {
-	tc  *tls.Conn
-	l   *Listener
-	lim *rate.Limiter // made when the preface is seen
+	tc *tls.Conn
+	l  *Listener
+	// made when the preface is seen
+	control, resets *rate.Limiter
 
 	preface int     // bytes of the preface matched; -1: not HTTP/2, unwalked
 	hdr     [9]byte // the frame header being read
@@ -184,7 +201,9 @@ func (c *conn) walk(b []byte) bool {
 			c.preface += k
 			b = b[k:]
 			if c.preface == len(clientPreface) {
-				c.lim = rate.NewLimiter(c.l.perSecond, c.l.burst)
+				o := &c.l.o
+				c.control = rate.NewLimiter(rate.Limit(o.ControlPerSecond), o.ControlBurst)
+				c.resets = rate.NewLimiter(rate.Limit(o.ResetPerSecond), o.ResetBurst)
 			}
 		case c.skip > 0:
 			k := min(c.skip, uint32(min(len(b), 1<<24)))
@@ -199,7 +218,7 @@ func (c *conn) walk(b []byte) bool {
 			}
 			c.hn = 0
 			c.skip = uint32(c.hdr[0])<<16 | uint32(c.hdr[1])<<8 | uint32(c.hdr[2])
-			if control(c.hdr[3], c.hdr[4]) && !c.lim.AllowN(c.l.now(), 1) {
+			if lim := c.bucket(c.hdr[3], c.hdr[4]); lim != nil && !lim.AllowN(c.l.o.Now(), 1) {
 				return false
 			}
 		}
@@ -207,15 +226,19 @@ func (c *conn) walk(b []byte) bool {
 	return true
 }
 
-// control reports the frames the bucket counts.
-func control(typ, flags byte) bool {
+// bucket is the bucket a frame counts against, nil for none.
+func (c *conn) bucket(typ, flags byte) *rate.Limiter {
 	switch typ {
-	case framePriority, frameRSTStream:
-		return true
+	case frameRSTStream:
+		return c.resets
+	case framePriority:
+		return c.control
 	case frameSettings, framePing:
-		return flags&flagAck == 0
+		if flags&flagAck == 0 {
+			return c.control
+		}
 	}
-	return false
+	return nil
 }
 
 func (c *conn) Write(p []byte) (int, error)        { return c.tc.Write(p) }

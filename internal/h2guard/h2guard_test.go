@@ -39,7 +39,7 @@ func server(t *testing.T, burst int) *testServer {
 	}
 	at := time.Unix(1_800_000_000, 0)
 	g := h2guard.Listen(tls.NewListener(tcp, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}),
-		h2guard.Options{ControlPerSecond: 1, ControlBurst: burst, Now: func() time.Time { return at }})
+		h2guard.Options{ControlPerSecond: 1, ControlBurst: burst, ResetPerSecond: 1, ResetBurst: burst, Now: func() time.Time { return at }})
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, r.Proto)
 	}), ReadHeaderTimeout: time.Minute}
