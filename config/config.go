@@ -6,7 +6,11 @@
 // (NeedsRestart, WithFixed).
 //
 // Only cmd/ imports config: it turns a Config into constructor arguments, so
-// no other package reads configuration.
+// no other package reads configuration. The conversions to the types of
+// the packages config imports anyway (cache.Policy, breaker.Settings,
+// trusted prefixes, time zones) and the questions cmd asks of it (a
+// backend's tenants, the SQL backend to seed) are methods here
+// (options.go).
 package config
 
 import (

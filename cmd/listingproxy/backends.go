@@ -83,11 +83,9 @@ func openBackend(ctx context.Context, name string, cfg *config.Config, log *slog
 func openCRM(_ context.Context, name string, cfg *config.Config, env openEnv) (upstream.Backend, func(), error) {
 	b := cfg.Backends[name].CRM
 	creds := map[string]crm.Credential{}
-	for _, tn := range slices.Sorted(maps.Keys(cfg.Tenants)) {
+	for _, tn := range cfg.TenantsOf(name) {
 		t := cfg.Tenants[tn]
-		if t.Backend == name {
-			creds[t.UpstreamTenant] = crm.Credential{Username: t.UpstreamUsername, Password: t.UpstreamPassword}
-		}
+		creds[t.UpstreamTenant] = crm.Credential{Username: t.UpstreamUsername, Password: t.UpstreamPassword}
 	}
 	mode, err := crm.ParseHydrateMode(b.Hydrate)
 	if err != nil {

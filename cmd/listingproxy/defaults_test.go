@@ -92,7 +92,7 @@ func TestDocumentedDefaults(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("docs/configuration.md defaults (-packages +docs):\n%s", diff)
 	}
-	if p := policies(config.Cache{})("agent"); p != pol {
+	if p := (config.Cache{}).Policies(proxy.DefaultPolicy).For("agent"); p != pol {
 		t.Errorf("policy of an empty cache section = %+v, want proxy.DefaultPolicy %+v", p, pol)
 	}
 }

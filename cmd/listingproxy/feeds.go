@@ -55,7 +55,7 @@ func startFeeds(cfg *config.Config, backends, decorated map[string]upstream.Back
 			}
 		}
 		byUpstream := map[string][]string{} // backend tenant -> our tenants
-		for _, tn := range e.tenants() {
+		for _, tn := range cfg.TenantsOf(name) {
 			u := cfg.Tenants[tn].UpstreamTenant
 			byUpstream[u] = append(byUpstream[u], tn)
 		}
@@ -89,17 +89,6 @@ type feedEnv struct {
 	opened, decorated upstream.Backend
 	log               *slog.Logger
 	metrics           *telemetry.Metrics
-}
-
-// tenants are our tenants served from the backend, sorted.
-func (e feedEnv) tenants() []string {
-	var out []string
-	for _, tn := range slices.Sorted(maps.Keys(e.cfg.Tenants)) {
-		if e.cfg.Tenants[tn].Backend == e.name {
-			out = append(out, tn)
-		}
-	}
-	return out
 }
 
 // sqlFeeds are a SQL backend's feeds: PostgreSQL's NOTIFY with notify,
@@ -142,13 +131,7 @@ func crmFeeds(e feedEnv) ([]upstream.ChangeFeed, error) {
 		return nil, nil
 	}
 	var scopes []upstream.Scope
-	seen := map[string]bool{}
-	for _, tn := range e.tenants() {
-		u := e.cfg.Tenants[tn].UpstreamTenant
-		if seen[u] {
-			continue
-		}
-		seen[u] = true
+	for _, u := range e.cfg.UpstreamTenants(e.name) {
 		for _, c := range e.cfg.Countries {
 			scopes = append(scopes, upstream.Scope{Tenant: u, Country: c})
 		}
@@ -168,7 +151,7 @@ func crmFeeds(e feedEnv) ([]upstream.ChangeFeed, error) {
 // webhook_secret; nil when none has.
 func webhookFeed(e feedEnv) (*webhook.Receiver, error) {
 	ts := map[string]webhook.Tenant{}
-	for _, tn := range e.tenants() {
+	for _, tn := range e.cfg.TenantsOf(e.name) {
 		if t := e.cfg.Tenants[tn]; t.WebhookSecret != "" {
 			ts[tn] = webhook.Tenant{Upstream: t.UpstreamTenant, Secret: []byte(t.WebhookSecret)}
 		}

@@ -15,12 +15,12 @@ import (
 func (a *app) reload(next *config.Config) (restart []string, err error) {
 	o := proxy.ReloadOptions{}
 	if a.cache != nil && !next.Cache.Disabled {
-		o.Policy = policies(next.Cache)
+		o.Policy = next.Cache.Policies(proxy.DefaultPolicy).For
 	}
 	if err := a.srv.Reload(proxyUsers(next.Users, next.Tenants), o); err != nil {
 		return nil, err
 	}
-	a.breakers.Reload(breakerSettings(next.Breaker)) // a no-op when unchanged
+	a.breakers.Reload(next.Breaker.Settings()) // a no-op when unchanged
 	restart = config.NeedsRestart(a.cfg, next)
 	a.cfg = config.WithFixed(next, a.cfg)
 	return restart, nil

@@ -6,15 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/signal"
-	"slices"
-	"strings"
 	"syscall"
 	"time"
 
-	"listingproxy/config"
 	"listingproxy/internal/progress"
 	"listingproxy/upstream/sqlstore"
 	"listingproxy/upstream/sqlstore/demo"
@@ -61,7 +57,7 @@ func seedCommand(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return err
 	}
-	name, b, err := seedBackend(cfg, *backend)
+	name, b, err := cfg.SQLBackend(*backend)
 	if err != nil {
 		return fmt.Errorf("seed: %s: %w", source, err)
 	}
@@ -102,32 +98,6 @@ func seedCommand(ctx context.Context, args []string, getenv func(string) string,
 	fmt.Fprintf(stdout, "seeded backend %s (%s): %d properties, %d agents in %s\n",
 		name, b.Kind, o.Properties(), o.Agents(), time.Since(start).Round(100*time.Millisecond))
 	return nil
-}
-
-// seedBackend picks the SQL backend to seed: the named one, or the only SQL
-// backend of the configuration. The backend returned has its SQL settings.
-func seedBackend(cfg *config.Config, name string) (string, config.Backend, error) {
-	isSQL := func(b config.Backend) bool { return b.SQL != nil }
-	if name != "" {
-		b, ok := cfg.Backends[name]
-		switch {
-		case !ok:
-			return "", b, fmt.Errorf("no backend %q (have %s)", name, strings.Join(slices.Sorted(maps.Keys(cfg.Backends)), ", "))
-		case !isSQL(b):
-			return "", b, fmt.Errorf("backend %s is %s, not a SQL backend", name, b.Kind)
-		}
-		return name, b, nil
-	}
-	var sqlNames []string
-	for _, n := range slices.Sorted(maps.Keys(cfg.Backends)) {
-		if isSQL(cfg.Backends[n]) {
-			sqlNames = append(sqlNames, n)
-		}
-	}
-	if len(sqlNames) != 1 {
-		return "", config.Backend{}, fmt.Errorf("-backend is required (SQL backends: %s)", orNone(strings.Join(sqlNames, ", ")))
-	}
-	return sqlNames[0], cfg.Backends[sqlNames[0]], nil
 }
 
 // perBlock splits a total over the demo's tenant x country blocks, rounding

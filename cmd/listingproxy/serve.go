@@ -69,7 +69,7 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	level := new(slog.LevelVar)
-	level.Set(logLevel(cfg.Log))
+	level.Set(cfg.Log.SlogLevel())
 	log := telemetry.NewLogger(cfg.Log.Format, level, stderr)
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -154,7 +154,7 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 			log.Error("config reload rejected; keeping the running configuration", "config", source, "err", err)
 			return
 		}
-		level.Set(logLevel(next.Log))
+		level.Set(next.Log.SlogLevel())
 		log.Info("config reloaded", "config", source, "applied", "users, cache ttls, breaker settings, log level")
 		if len(restart) > 0 {
 			log.Warn("config changes that need a restart were not applied", "keys", strings.Join(restart, ", "))
@@ -224,7 +224,7 @@ func publicServer(c config.Server, h http.Handler, log *slog.Logger, ln net.List
 // connLimits are the public listener's bounds per client address
 // (internal/connlimit), trusted proxies exempt.
 func connLimits(cfg *config.Config) connlimit.Options {
-	trusted := trustedProxies(cfg)
+	trusted := cfg.Server.TrustedPrefixes()
 	o := connlimit.Options{PerAddress: cfg.Server.MaxConnsPerAddress, NewPerSecond: cfg.Server.NewConnsPerSecondPerAddress,
 		Exempt: func(a netip.Addr) bool {
 			for _, p := range trusted {
@@ -269,11 +269,4 @@ func exampleCredentials(cfg *config.Config) string {
 		return "summit:summit-demo"
 	}
 	return u + ":PASSWORD"
-}
-
-// logLevel is c's level; config validation admits only valid names.
-func logLevel(c config.Log) slog.Level {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(c.Level))
-	return level
 }

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"net/netip"
 	"slices"
 	"time"
 
@@ -118,7 +117,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	a.metrics.ConfigLoaded(now())
 
 	a.breakers = breaker.NewRegistry(breaker.Options{
-		Settings: breakerSettings(cfg.Breaker), Now: now, TracerProvider: tp,
+		Settings: cfg.Breaker.Settings(), Now: now, TracerProvider: tp,
 		OnStateChange: func(backend, tenant string, from, to breaker.State) {
 			a.metrics.BreakerTransition(backend, tenant, from, to)
 			log.Warn("breaker state change", "backend", backend, "upstream_tenant", tenant, "from", from.String(), "to", to.String())
@@ -169,14 +168,9 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	}
 	users := proxyUsers(cfg.Users, cfg.Tenants)
 
-	zones := map[string]*time.Location{}
-	for _, c := range cfg.Countries {
-		zone := upstream.CountryZones()[c]
-		loc, err := time.LoadLocation(zone)
-		if err != nil {
-			return nil, fmt.Errorf("country %s: time zone %s: %w", c, zone, err)
-		}
-		zones[c] = loc
+	zones, err := cfg.Locations()
+	if err != nil {
+		return nil, err
 	}
 
 	opts := proxy.Options{
@@ -203,7 +197,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	}
 	if !cfg.Cache.Disabled {
 		co := cache.Options{MaxBytes: int64(cfg.Cache.MaxBytes), Now: now, Logger: log, TracerProvider: tp,
-			RecordLifetime: longestLifetime(policies(cfg.Cache)), RefreshBudget: budgets.Allow}
+			RecordLifetime: cfg.Cache.Policies(proxy.DefaultPolicy).Longest(), RefreshBudget: budgets.Allow}
 		if sh := cfg.Cache.Shared; sh != nil {
 			tier, closeTier, err := sharedTier(sh, cmp.Or(cfg.Cache.FillTimeout.D(), cache.DefaultFillTimeout), log, reg)
 			if err != nil {
@@ -231,7 +225,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		}
 		a.closers = append(a.closers, a.cache.Close)
 		opts.Cache = a.cache
-		opts.Policy = policies(cfg.Cache)
+		opts.Policy = cfg.Cache.Policies(proxy.DefaultPolicy).For
 		if err := a.metrics.WatchCache(a.cache.Stats); err != nil {
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
@@ -281,9 +275,8 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	// must sit outside the proxy's ServeMux to learn the matched route.
 	a.errors = telemetry.NewErrorDigest(telemetry.DigestOptions{Logger: log, Now: now})
 	a.closers = append(a.closers, a.errors.Flush)
-	trusted := trustedProxies(cfg)
 	a.handler = onewrite.Handler(a.draining.Handler(telemetry.ServerHandler(telemetry.Middleware(telemetry.AccessOptions{
-		Logger: log, Metrics: a.metrics, TrustedProxies: trusted, Errors: a.errors,
+		Logger: log, Metrics: a.metrics, TrustedProxies: cfg.Server.TrustedPrefixes(), Errors: a.errors,
 	})(a.srv), tp)))
 	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
 	a.admin = admin.New(a.adminOptions(cfg, backends, metrics, purged))
@@ -313,21 +306,10 @@ func (a *app) flushTraces(ctx context.Context) {
 func (a *app) decorate(name string, cfg *config.Config, b upstream.Backend, tp trace.TracerProvider) upstream.Backend {
 	be := cfg.Backends[name]
 	b = telemetry.InstrumentBackend(b, telemetry.BackendOptions{Name: name, Kind: be.Kind, TracerProvider: tp, Metrics: a.metrics})
-	var upstreams []string
-	for _, tn := range slices.Sorted(maps.Keys(cfg.Tenants)) {
-		if t := cfg.Tenants[tn]; t.Backend == name && !slices.Contains(upstreams, t.UpstreamTenant) {
-			upstreams = append(upstreams, t.UpstreamTenant)
-		}
-	}
+	upstreams := cfg.UpstreamTenants(name)
 	a.metrics.InitBreakers(name, upstreams)
 	k := backendKinds[be.Kind]
 	return a.breakers.Wrap(b, breaker.Backend{Name: name, Limit: k.concurrency(be), Adaptive: k.adaptive, Tenants: upstreams})
-}
-
-// trustedProxies returns server.trusted_proxies, which config validated.
-func trustedProxies(cfg *config.Config) []netip.Prefix {
-	trusted, _ := clientip.ParsePrefixes(cfg.Server.TrustedProxies)
-	return trusted
 }
 
 func authOptions(cfg *config.Config) proxy.AuthOptions {
@@ -338,7 +320,7 @@ func authOptions(cfg *config.Config) proxy.AuthOptions {
 	return proxy.AuthOptions{
 		Workers: c.Workers, Queue: c.Queue, ChecksPerSecond: c.ChecksPerSecond, VerifiedEntries: c.VerifiedEntries, RefusalDelay: c.RefusalDelay.D(),
 		AddressFailures: perMinute(c.FailuresPerAddress), UsernameFailures: perMinute(c.FailuresPerUsername),
-		ClientIP: clientip.Resolver{Trusted: trustedProxies(cfg)},
+		ClientIP: clientip.Resolver{Trusted: cfg.Server.TrustedPrefixes()},
 	}
 }
 
@@ -394,33 +376,6 @@ func permissions(names []string) proxy.Permissions {
 	return p
 }
 
-// policies turns the configuration into each resource's freshness policy;
-// a zero field takes proxy.DefaultPolicy's.
-func policies(c config.Cache) func(string) cache.Policy {
-	d := proxy.DefaultPolicy
-	m := map[string]cache.Policy{}
-	for _, r := range config.Resources {
-		ttl := cmp.Or(c.TTL.D(), d.TTL)
-		if t, ok := c.TTLs[r]; ok {
-			ttl = t.D()
-		}
-		m[r] = cache.Policy{
-			TTL: ttl, StaleWhileRevalidate: cmp.Or(c.StaleWhileRevalidate.D(), d.StaleWhileRevalidate), StaleIfError: cmp.Or(c.StaleIfError.D(), d.StaleIfError),
-			NegativeTTL: cmp.Or(c.NegativeTTL.D(), d.NegativeTTL), FillTimeout: cmp.Or(c.FillTimeout.D(), d.FillTimeout),
-			RefreshAhead: d.RefreshAhead, RefreshHits: cmp.Or(c.RefreshHits, d.RefreshHits),
-		}
-		if c.RefreshAhead != nil {
-			m[r] = withRefreshAhead(m[r], *c.RefreshAhead)
-		}
-	}
-	return func(resource string) cache.Policy { return m[resource] }
-}
-
-func withRefreshAhead(p cache.Policy, share float64) cache.Policy {
-	p.RefreshAhead = share
-	return p
-}
-
 // backgroundBudgets are each backend's budget of background calls
 // (cache.refresh_budget calls a second), by tenant: refreshes ahead of
 // expiry and the warm-up share it.
@@ -430,26 +385,4 @@ func backgroundBudgets(cfg *config.Config) warmup.Budgets {
 		backendOf[tn] = t.Backend
 	}
 	return warmup.NewBudgets(cmp.Or(cfg.Cache.RefreshBudget, float64(proxy.DefaultRefreshBudget)), backendOf)
-}
-
-// longestLifetime is the longest time any entry stays of use under pol
-// (ttl plus the longer stale window, or negative_ttl plus stale_if_error): how long the cache
-// keeps the record of a purge by entity or URL.
-func longestLifetime(pol func(string) cache.Policy) time.Duration {
-	var d time.Duration
-	for _, r := range config.Resources {
-		p := pol(r)
-		d = max(d, p.TTL+max(p.StaleWhileRevalidate, p.StaleIfError), p.NegativeTTL+p.StaleIfError)
-	}
-	return d
-}
-
-// breakerSettings turns the configuration into the breakers' settings;
-// zero fields take upstream/breaker's defaults.
-func breakerSettings(c config.Breaker) breaker.Settings {
-	return breaker.Settings{
-		ConsecutiveFailures: c.Failures, FailureRatio: c.FailureRatio, MinRequests: c.MinRequests,
-		Window: c.Window.D(), OpenFor: c.OpenFor.D(), HalfOpenProbes: c.HalfOpenProbes, TenantShare: c.TenantShare,
-		QueueTimeout: c.QueueTimeout.D(),
-	}
 }
