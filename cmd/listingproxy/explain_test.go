@@ -173,3 +173,24 @@ func TestCacheExplainAndKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainSharedFetch: for a CRM tenant, whose one backend call serves
+// every format and permission level of a request, an explanation also
+// explains the shared fetch the body is rendered from (its own key, in the
+// tenant's scope); an SQL tenant's has none.
+func TestExplainSharedFetch(t *testing.T) {
+	crm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusInternalServerError)
+	}))
+	defer crm.Close()
+	a := crmDemoApp(t, crm.URL)
+	const target = "/au/properties.json?limit=2"
+	x := explain(t, a, "summit", target)
+	if f := x.SharedFetch; f == nil || !strings.HasPrefix(f.Key, "summit|properties|fetch|au|") || f.Criteria != x.Criteria ||
+		f.Format != "xml" || f.Tenant != "summit" || f.Tier != "none" || f.Next != "miss" || x.Tier != "none" {
+		t.Errorf("summit (CRM) %s: %+v, shared fetch %+v; want the fetch's own key, none held", target, x, x.SharedFetch)
+	}
+	if x := explain(t, a, "harbour", target); x.SharedFetch != nil {
+		t.Errorf("harbour (SQL) %s: shared fetch %+v, want none", target, x.SharedFetch)
+	}
+}
