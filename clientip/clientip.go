@@ -67,7 +67,7 @@ func ParsePrefix(s string) (netip.Prefix, error) {
 // forged). An unparsable RemoteAddr gives the zero Addr.
 func (r Resolver) Addr(req *http.Request) netip.Addr {
 	peer := parseHost(req.RemoteAddr)
-	if !peer.IsValid() || !r.trusted(peer) {
+	if !peer.IsValid() || !r.Trusts(peer) {
 		return peer
 	}
 	hops := req.Header.Values("X-Forwarded-For")
@@ -89,7 +89,7 @@ func (r Resolver) Addr(req *http.Request) netip.Addr {
 				return client
 			}
 			client = a
-			if !r.trusted(a) {
+			if !r.Trusts(a) {
 				return a
 			}
 		}
@@ -97,7 +97,9 @@ func (r Resolver) Addr(req *http.Request) netip.Addr {
 	return client
 }
 
-func (r Resolver) trusted(a netip.Addr) bool {
+// Trusts reports whether a is within one of r.Trusted (the connection
+// limits exempt such a peer).
+func (r Resolver) Trusts(a netip.Addr) bool {
 	for _, p := range r.Trusted {
 		if p.Contains(a) {
 			return true

@@ -64,14 +64,7 @@ func startFeeds(cfg *config.Config, backends, decorated map[string]upstream.Back
 		}
 	}
 	if len(receivers) > 0 {
-		hooks = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			rc := receivers[r.PathValue("tenant")]
-			if rc == nil {
-				webhook.Refuse(w) // as a bad signature: which tenants exist is not said
-				return
-			}
-			rc.ServeHTTP(w, r)
-		})
+		hooks = webhook.Mux(receivers)
 	}
 	if len(feeds) == 0 {
 		return func() {}, hooks, nil

@@ -79,11 +79,7 @@ func seedCommand(ctx context.Context, args []string, getenv func(string) string,
 		}
 	}
 
-	o := demo.Options{
-		PropertiesPerTenantCountry: perBlock(*properties),
-		AgentsPerTenantCountry:     perBlock(*agents),
-		Now:                        now,
-	}
+	o := demo.Totals(*properties, *agents, now)
 	fmt.Fprintf(stderr, "seeding backend %s (%s): %d properties, %d agents\n", name, b.Kind, o.Properties(), o.Agents())
 	p := progress.New(stderr, time.Now)
 	start := time.Now()
@@ -100,13 +96,7 @@ func seedCommand(ctx context.Context, args []string, getenv func(string) string,
 	return nil
 }
 
-// perBlock splits a total over the demo's tenant x country blocks, rounding
-// up; 0 keeps the demo default.
-func perBlock(total int) int {
-	blocks := len(demo.Tenants) * len(demo.Countries)
-	return (total + blocks - 1) / blocks
-}
-
+// parseNow reads -now: YYYY-MM-DD or RFC 3339.
 func parseNow(s string) (time.Time, error) {
 	for _, layout := range []string{"2006-01-02", time.RFC3339} {
 		if t, err := time.Parse(layout, s); err == nil {

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -18,6 +17,7 @@ import (
 
 	"listingproxy"
 	"listingproxy/cache"
+	"listingproxy/clientip"
 	"listingproxy/config"
 	"listingproxy/internal/connlimit"
 	"listingproxy/internal/h2guard"
@@ -224,16 +224,8 @@ func publicServer(c config.Server, h http.Handler, log *slog.Logger, ln net.List
 // connLimits are the public listener's bounds per client address
 // (internal/connlimit), trusted proxies exempt.
 func connLimits(cfg *config.Config) connlimit.Options {
-	trusted := cfg.Server.TrustedPrefixes()
 	o := connlimit.Options{PerAddress: cfg.Server.MaxConnsPerAddress, NewPerSecond: cfg.Server.NewConnsPerSecondPerAddress,
-		Exempt: func(a netip.Addr) bool {
-			for _, p := range trusted {
-				if p.Contains(a) {
-					return true
-				}
-			}
-			return false
-		}}
+		Exempt: clientip.Resolver{Trusted: cfg.Server.TrustedPrefixes()}.Trusts}
 	if o.NewPerSecond > 0 {
 		o.NewBurst = max(1, int(2*o.NewPerSecond))
 	}

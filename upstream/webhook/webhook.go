@@ -258,6 +258,19 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // Tenants returns the names of the tenants r accepts, sorted.
 func (r *Receiver) Tenants() []string { return slices.Sorted(maps.Keys(r.o.Tenants)) }
 
+// Mux serves POST /hooks/changes/{tenant} with the receiver of the path's
+// tenant (byTenant), and any other tenant as Refuse does.
+func Mux(byTenant map[string]*Receiver) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := byTenant[r.PathValue("tenant")]
+		if rc == nil {
+			Refuse(w)
+			return
+		}
+		rc.ServeHTTP(w, r)
+	})
+}
+
 // Refuse answers a request for a tenant no receiver accepts exactly as a
 // request without a signature: the endpoint does not say which tenants
 // exist.

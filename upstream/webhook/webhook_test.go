@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -209,5 +210,41 @@ func TestNotWatching(t *testing.T) {
 	}
 	if _, err := webhook.New(webhook.Options{Tenants: map[string]webhook.Tenant{"x": {Upstream: "x"}}}); err == nil {
 		t.Error("a tenant without a secret was accepted")
+	}
+}
+
+// TestMuxRefusesAnUnknownTenantAsUnsigned: Mux routes a tenant's POST to
+// its receiver (a forged signature is judged there), and answers a tenant
+// it has none for exactly as a request without a signature, signed or
+// not, so which tenants exist is not said.
+func TestMuxRefusesAnUnknownTenantAsUnsigned(t *testing.T) {
+	r, err := webhook.New(webhook.Options{Now: func() time.Time { return t0 },
+		Tenants: map[string]webhook.Tenant{"harbour": {Upstream: "hb", Secret: []byte("harbour-secret")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST /hooks/changes/{tenant}", webhook.Mux(map[string]*webhook.Receiver{"harbour": r}))
+	post := func(tenant string, signed bool) (int, string) {
+		w := httptest.NewRecorder()
+		req := httptest.NewRequest("POST", "/hooks/changes/"+tenant, strings.NewReader(update))
+		if signed {
+			req.Header.Set(webhook.HeaderTimestamp, strconv.FormatInt(t0.Unix(), 10))
+			req.Header.Set(webhook.HeaderSignature, "sha256=00")
+		}
+		mux.ServeHTTP(w, req)
+		return w.Code, w.Body.String()
+	}
+	unsigned, unsignedBody := post("harbour", false)
+	if unsigned != http.StatusUnauthorized || !strings.Contains(unsignedBody, "signature required") {
+		t.Errorf("harbour without a signature: %d %s; want its receiver's 401", unsigned, unsignedBody)
+	}
+	if code, body := post("harbour", true); body == unsignedBody {
+		t.Errorf("harbour with a forged signature: %d %s; want its receiver's judgement, not the refusal of an unsigned request", code, body)
+	}
+	for _, signed := range []bool{false, true} {
+		if code, body := post("nobody", signed); code != unsigned || body != unsignedBody {
+			t.Errorf("unknown tenant (signed %v): %d %s; want the same as an unsigned request: %d %s", signed, code, body, unsigned, unsignedBody)
+		}
 	}
 }

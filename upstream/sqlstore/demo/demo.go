@@ -41,6 +41,14 @@ const (
 	DefaultAgentsPerTenantCountry     = 30
 )
 
+// Totals are Options for totals over the demo's tenants and countries
+// (listingproxy seed's -properties and -agents), split evenly and rounded
+// up; 0 keeps a default.
+func Totals(properties, agents int, now time.Time) Options {
+	blocks := len(Tenants) * len(Countries)
+	return Options{PropertiesPerTenantCountry: (properties + blocks - 1) / blocks, AgentsPerTenantCountry: (agents + blocks - 1) / blocks, Now: now}
+}
+
 func (o Options) withDefaults() Options {
 	if o.PropertiesPerTenantCountry <= 0 {
 		o.PropertiesPerTenantCountry = DefaultPropertiesPerTenantCountry

@@ -395,3 +395,19 @@ func TestLargeAgentBlocks(t *testing.T) {
 		t.Errorf("%d agents, want 8000", len(ds.Agents))
 	}
 }
+
+// TestTotals: totals over the 2 tenants x 2 countries are split evenly,
+// rounded up (a total is never short); 0 keeps the defaults.
+func TestTotals(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	o := Totals(1001, 30, now)
+	if o.PropertiesPerTenantCountry != 251 || o.AgentsPerTenantCountry != 8 || !o.Now.Equal(now) {
+		t.Errorf("Totals(1001, 30) = %+v, want 251 properties and 8 agents per block", o)
+	}
+	if got := o.Properties(); got < 1001 {
+		t.Errorf("Properties() = %d, fewer than the 1001 asked", got)
+	}
+	if z := Totals(0, 0, now).withDefaults(); z.PropertiesPerTenantCountry != DefaultPropertiesPerTenantCountry || z.AgentsPerTenantCountry != DefaultAgentsPerTenantCountry {
+		t.Errorf("Totals(0, 0) = %+v, want the defaults", z)
+	}
+}
