@@ -563,7 +563,9 @@ func Parse(name string, data []byte, getenv func(string) string) (*Config, error
 	if decoded {
 		cfg.ApplyDefaults()
 		for _, p := range cfg.validate() {
-			probs = append(probs, located{p.path, lineOf(s.lines, p.path), p.msg})
+			if !s.followsFromUnset(p.path) {
+				probs = append(probs, located{p.path, lineOf(s.lines, p.path), p.msg})
+			}
 		}
 	}
 	if len(probs) > 0 {

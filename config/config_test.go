@@ -113,6 +113,18 @@ func TestDecodeProblems(t *testing.T) {
 			`c.yaml:4: admin.username: environment variable ADMIN_USER is not set`,
 			`c.yaml:4: admin.password_bcrypt: environment variable ADMIN_HASH is not set`,
 		}},
+		{"five unset variables, five problems (nothing that follows from them)", "cache:\n  shared: {addrs: [\"${REDIS}\"]}\nusers: [{username: u, password_bcrypt: \"${HASH}\", tenant: a, permissions: [full]}]\nadmin: {username: admin, password_bcrypt: \"${ADMIN_HASH}\"}\nserver:\n  tls: {cert_file: \"${CERT}\", key_file: \"${KEY}\"}\n", []string{
+			`c.yaml:4: cache.shared.addrs[0]: environment variable REDIS is not set`,
+			`c.yaml:5: users[0].password_bcrypt: environment variable HASH is not set`,
+			`c.yaml:6: admin.password_bcrypt: environment variable ADMIN_HASH is not set`,
+			`c.yaml:8: server.tls.cert_file: environment variable CERT is not set`,
+			`c.yaml:8: server.tls.key_file: environment variable KEY is not set`,
+		}},
+		{"TLS files missing, with the other problems", "max_results: -1\nserver:\n  tls: {cert_file: /nonexistent/c.pem, key_file: /nonexistent/k.pem}\n", []string{
+			`c.yaml:3: max_results: must be between 1 and 100000 (0: the default), got -1`,
+			`c.yaml:5: server.tls.cert_file: open /nonexistent/c.pem: no such file or directory`,
+			`c.yaml:5: server.tls.key_file: open /nonexistent/k.pem: no such file or directory`,
+		}},
 		{"variables with bad values", "cache: {ttl: \"${SOON}\"}\nmax_results: \"${MANY}\"\n", []string{
 			`c.yaml:3: cache.ttl: invalid duration "soon" (want e.g. 500ms, 10s, 5m)`,
 			`c.yaml:4: max_results: invalid integer "many"`,
@@ -192,7 +204,6 @@ max_offset: -1
 		`c.yaml:1: listen: invalid listen address "nope" (want host:port or :port)`,
 		`c.yaml:2: countries[1]: unknown country "xx" (known: au, nz)`,
 		`c.yaml:4: backends.main.dsn: environment variable PG_DSN is not set`,
-		`c.yaml:4: backends.main.dsn: required for a postgres backend`,
 		`c.yaml:4: backends.main.prepared_statements: must not be negative (0: the default)`,
 		`c.yaml:5: backends.crm.url: invalid url "ftp://x" (want http(s)://host[:port][/path])`,
 		`c.yaml:5: backends.crm.hydrate: invalid value "sometimes" (want auto, always or never)`,

@@ -19,6 +19,10 @@ type schema struct {
 	getenv func(string) string
 	lines  map[string]int // path -> line, for validate's messages
 	probs  []located
+	// unset holds the paths whose value named an unset variable: what
+	// validate says of them (or of their parents) follows from that one
+	// problem and is not repeated.
+	unset map[string]bool
 }
 
 var (
@@ -275,6 +279,10 @@ func (s *schema) scalar(n *yaml.Node, t reflect.Type, path string) {
 			if v == "" {
 				unset = true
 				s.add(n, path, "environment variable %s is not set", name)
+				if s.unset == nil {
+					s.unset = map[string]bool{}
+				}
+				s.unset[path] = true
 			}
 			return v
 		})
@@ -315,4 +323,16 @@ func typeProblem(t reflect.Type, value string, err error) string {
 		return fmt.Sprintf("invalid number %q", value)
 	}
 	return lineRef.ReplaceAllString(err.Error(), "")
+}
+
+// followsFromUnset reports whether a problem validate found at path is the
+// consequence of an unset variable: at path itself (a required value left
+// empty) or under it (server.tls missing the cert_file that named it).
+func (s *schema) followsFromUnset(path string) bool {
+	for u := range s.unset {
+		if u == path || strings.HasPrefix(u, path+".") || strings.HasPrefix(u, path+"[") {
+			return true
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"cmp"
+	"crypto/tls"
 	"fmt"
 	"maps"
 	"math"
@@ -397,6 +398,8 @@ func (c *Config) validate() []problem {
 	}
 	if tls := c.Server.TLS; (tls.CertFile == "") != (tls.KeyFile == "") {
 		add("server.tls", "needs both cert_file and key_file")
+	} else {
+		checkKeyPair(add, "server.tls", tls.CertFile, tls.KeyFile)
 	}
 	switch c.Telemetry.Exporter {
 	case "", "none", "stdout", "otlp-http", "otlp-grpc":
@@ -525,5 +528,35 @@ func validateShared(add func(string, string, ...any), sh *SharedCache) {
 	}
 	if (t.CertFile == "") != (t.KeyFile == "") {
 		add("cache.shared.tls", "cert_file and key_file go together")
+	} else if t.Enabled {
+		checkKeyPair(add, "cache.shared.tls", t.CertFile, t.KeyFile)
+	}
+	if t.Enabled && t.CAFile != "" {
+		if _, err := os.ReadFile(t.CAFile); err != nil {
+			add("cache.shared.tls.ca_file", "%v", err)
+		}
+	}
+}
+
+// checkKeyPair checks, as serve will load them, the certificate and key
+// files at prefix (both set or both empty): each readable, and the two a
+// certificate and its key. check-config thereby finds a missing file with
+// every other problem, located at its key.
+func checkKeyPair(add func(string, string, ...any), prefix, certFile, keyFile string) {
+	if certFile == "" {
+		return
+	}
+	ok := true
+	for _, f := range [...]struct{ key, path string }{{"cert_file", certFile}, {"key_file", keyFile}} {
+		if _, err := os.ReadFile(f.path); err != nil {
+			add(prefix+"."+f.key, "%v", err)
+			ok = false
+		}
+	}
+	if !ok {
+		return
+	}
+	if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
+		add(prefix, "cert_file and key_file are not a certificate and its private key: %v", err)
 	}
 }

@@ -187,10 +187,9 @@ breaker: {failures: many}
 		{"file as argument", []string{"check-config", good}, 0, good + ": ok (1 backend, 1 tenant, 0 users)\n", nil},
 		{"shipped demo", []string{"check-config", "-config", "../../config.yaml"}, 0, "../../config.yaml: ok (1 backend, 2 tenants, 4 users)\n", nil},
 		{"every problem, located", []string{"check-config", "-config", bad}, 1, "", []string{
-			"listingproxy: invalid configuration (7 problems):\n",
+			"listingproxy: invalid configuration (6 problems):\n",
 			"  " + bad + `:1: listen: invalid listen address "nope" (want host:port or :port)` + "\n",
 			"  " + bad + ":3: backends.main.dsn: environment variable PG_DSN is not set\n",
-			"  " + bad + ":3: backends.main.dsn: required for a postgres backend\n",
 			"  " + bad + `:5: tenants.a.upstream_tenat: unknown key "upstream_tenat" (did you mean "upstream_tenant"?)` + "\n",
 			"  " + bad + `:7: cache.ttl: invalid duration "soon" (want e.g. 500ms, 10s, 5m)` + "\n",
 			"  " + bad + ":8: cache.max_bytes: environment variable CACHE_SIZE is not set\n",
