@@ -263,6 +263,7 @@ func scrape(t *testing.T, a *app) string {
 // the tier, each serving the new body; when the holder is stopped another
 // takes the feed over and the next change is seen as well.
 func TestFleetPollsOnce(t *testing.T) {
+	t.Parallel() // its own stand-in, apps and Redis key prefix; it waits on real lease times
 	addr := os.Getenv("LISTINGPROXY_TEST_REDIS_ADDR")
 	if addr == "" {
 		t.Skip("LISTINGPROXY_TEST_REDIS_ADDR is not set: set it to a Redis host:port (CI does) to run the fleet tests")

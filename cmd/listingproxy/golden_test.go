@@ -173,6 +173,7 @@ func freshDatabase(t testing.TB, engine string) string {
 // and compares the bodies with the same files, byte for byte. -update
 // rewrites them from SQLite.
 func TestGoldenDocuments(t *testing.T) {
+	t.Parallel() // its own databases, named by process and time
 	for _, engine := range []string{"sqlite", "postgres", "mysql"} {
 		t.Run(engine, func(t *testing.T) {
 			if *update && engine != "sqlite" {

@@ -84,6 +84,7 @@ func crmDemoAppAt(t *testing.T, crm string, now func() time.Time, extra ...[2]st
 // it loads behind the admin credentials, shows a tenant once it has had
 // traffic, and shows a backend's breaker opening when the backend fails.
 func TestStatusPageInBrowser(t *testing.T) {
+	t.Parallel() // its own app, admin server and browser
 	execPath := chromium(t)
 	crm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "legacy CRM is down", http.StatusInternalServerError)
