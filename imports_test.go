@@ -62,7 +62,7 @@ var importRules = map[string]importRule{
 	"internal/onewrite":      {},
 	"internal/progress":      {},
 	"internal/secret":        {ext: []string{"golang.org/x/term"}},
-	"internal/serving":       {},
+	"internal/serving":       {ext: []string{"golang.org/x/sys/unix"}},
 	"internal/tlsreload":     {},
 	"internal/warmup":        {own: []string{"cache", "proxy"}, ext: []string{"golang.org/x/time/rate"}},
 	"internal/tcpproxy":      {},

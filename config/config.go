@@ -435,6 +435,9 @@ type Server struct {
 	// one address opens a second; 0: connlimit.DefaultNewPerSecond; -1:
 	// none.
 	NewConnsPerSecondPerAddress float64 `yaml:"new_conns_per_second_per_address"`
+	// ReusePort opens the listeners with SO_REUSEPORT, so that a new
+	// process can listen on them while the old one drains.
+	ReusePort bool `yaml:"reuse_port"`
 }
 
 // TLS names the public listener's certificate and key (PEM files). They

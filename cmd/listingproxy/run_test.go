@@ -325,3 +325,131 @@ func rawGet(t *testing.T, conn net.Conn, br *bufio.Reader) *http.Response {
 	}
 	return resp
 }
+
+// TestHandOverWithReusePort: with server.reuse_port, a new process binds
+// the public and admin addresses while the old one is still draining on
+// them (no "address already in use"), both are served meanwhile, and once
+// the old one has stopped every request goes to the new one.
+func TestHandOverWithReusePort(t *testing.T) {
+	port := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return l.Addr().String()
+	}
+	public, adminAddr := port(), port()
+	src, err := os.ReadFile(demoConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(src), `listen: "127.0.0.1:0"`, `listen: "`+public+`"`, 1)
+	s = strings.Replace(s, `admin_listen: "127.0.0.1:0"`, `admin_listen: "`+adminAddr+`"`, 1)
+	s = strings.Replace(s, "\nserver:\n", "\nserver:\n  reuse_port: true\n", 1)
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// The old process: its drain is held until the test fires it.
+	fire := make(chan time.Time)
+	draining := make(chan struct{})
+	oldCtx, stopOld := context.WithCancel(context.Background())
+	oldDone := make(chan error, 1)
+	pr, pw := io.Pipe()
+	go func() {
+		oldDone <- serveWith(oldCtx, []string{"listingproxy", "-config", cfg}, func(string) string { return "" }, pw, io.Discard,
+			func(time.Duration) <-chan time.Time { close(draining); return fire })
+		pw.Close()
+	}()
+	t.Cleanup(func() {
+		stopOld()
+		select {
+		case <-draining:
+		default:
+			close(draining)
+		}
+	})
+	lines := bufio.NewScanner(pr)
+	for lines.Scan() && !listenLine.MatchString(lines.Text()) {
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	get := func() int {
+		tr := &http.Transport{DisableKeepAlives: true}
+		defer tr.CloseIdleConnections()
+		req, _ := http.NewRequest("GET", "http://"+public+"/au/properties.json?limit=1", nil)
+		req.SetBasicAuth("harbour", "harbour-demo")
+		resp, err := (&http.Client{Transport: tr, Timeout: 30 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatalf("GET: %v", err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(); code != 200 {
+		t.Fatalf("the old process answered %d, want 200", code)
+	}
+	stopOld() // as SIGTERM: the drain begins, the listeners stay open
+	<-draining
+
+	// The new process binds the same addresses now.
+	base, admin, _ := startServing(t, cfg, func(ctx context.Context, args []string, stdout io.Writer) error {
+		return serveWith(ctx, args, func(string) string { return "" }, stdout, io.Discard, drainAtOnce)
+	})
+	if base != "http://"+public || admin != "http://"+adminAddr {
+		t.Fatalf("the new process listens on %s (admin %s), want %s (admin %s)", base, admin, public, adminAddr)
+	}
+	for range 20 { // both processes accept meanwhile; each answers
+		if code := get(); code != 200 {
+			t.Fatalf("during the hand-over: %d, want 200", code)
+		}
+	}
+	close(fire)
+	if err := <-oldDone; err != nil {
+		t.Fatalf("the old process returned %v", err)
+	}
+	for range 20 {
+		if code := get(); code != 200 {
+			t.Fatalf("after the old process stopped: %d, want 200 from the new one", code)
+		}
+	}
+}
+
+// TestPortClashBeforeBackends: a public or admin address already in use is
+// reported before any backend is set up: the demo database is not even
+// created, let alone seeded.
+func TestPortClashBeforeBackends(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, key := range []string{"listen", "admin_listen"} {
+		t.Run(key, func(t *testing.T) {
+			src, err := os.ReadFile(demoConfig(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			db := filepath.Join(dir, "never.db")
+			s := regexp.MustCompile(`dsn: "file:[^"]*"`).ReplaceAllString(string(src), `dsn: "file:`+filepath.ToSlash(db)+`"`)
+			s = strings.Replace(s, key+`: "127.0.0.1:0"`, key+`: "`+taken.Addr().String()+`"`, 1)
+			cfg := filepath.Join(dir, "config.yaml")
+			if err := os.WriteFile(cfg, []byte(s), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var stderr strings.Builder
+			err = serveWith(context.Background(), []string{"listingproxy", "-config", cfg}, func(string) string { return "" }, io.Discard, &stderr, drainAtOnce)
+			if err == nil || !strings.Contains(err.Error(), "address already in use") || !strings.Contains(err.Error(), taken.Addr().String()) {
+				t.Fatalf("serve with %s taken: %v, want the address in use", key, err)
+			}
+			if _, statErr := os.Stat(db); !errors.Is(statErr, os.ErrNotExist) {
+				t.Errorf("the demo database exists after a port clash (stat: %v): backends were set up first", statErr)
+			}
+			if strings.Contains(stderr.String(), "setting up backends") {
+				t.Errorf("the log says backends were being set up:\n%s", stderr.String())
+			}
+		})
+	}
+}

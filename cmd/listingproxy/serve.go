@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -78,25 +80,43 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
-	app, err := buildWith(ctx, cfg, deps{log: log, now: time.Now, stdout: stdout, getenv: getenv})
-	if err != nil {
-		return err
-	}
-	defer app.Close()
-
-	tcp, err := net.Listen("tcp", cfg.Listen)
+	// The listeners first: a port in use is found before any backend is
+	// set up (a migration run, a demo database seeded). They accept
+	// nothing until the servers start.
+	tcp, err := serving.Listen(ctx, cfg.Listen, cfg.Server.ReusePort)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
-	limited := connlimit.Listen(tcp, connLimits(cfg))
-	if err := app.metrics.WatchConnLimit(func() (uint64, uint64) { st := limited.Stats(); return st.TooMany, st.TooFast }); err != nil {
-		_ = tcp.Close()
-		return fmt.Errorf("metrics: %w", err)
+	var aln net.Listener
+	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
+		if aln, err = serving.Listen(ctx, cfg.AdminListen, cfg.Server.ReusePort); err != nil {
+			_ = tcp.Close()
+			return fmt.Errorf("admin listen %s: %w", cfg.AdminListen, err)
+		}
 	}
+	closeListeners := func() {
+		_ = tcp.Close()
+		if aln != nil {
+			_ = aln.Close()
+		}
+	}
+	limited := connlimit.Listen(tcp, connLimits(cfg))
 	ln, cert, err := listenTLS(limited, cfg.Server.TLS)
 	if err != nil {
-		_ = tcp.Close()
+		closeListeners()
 		return err
+	}
+
+	log.Info("setting up backends (migrations, demo seeding and warm-up may take a while)", "backends", strings.Join(slices.Sorted(maps.Keys(cfg.Backends)), ", "))
+	app, err := buildWith(ctx, cfg, deps{log: log, now: time.Now, stdout: stdout, getenv: getenv})
+	if err != nil {
+		closeListeners()
+		return err
+	}
+	defer app.Close()
+	if err := app.metrics.WatchConnLimit(func() (uint64, uint64) { st := limited.Stats(); return st.TooMany, st.TooFast }); err != nil {
+		closeListeners()
+		return fmt.Errorf("metrics: %w", err)
 	}
 	// The memory limit (internal/memlimit) lasts as long as serve.
 	defer memlimit.Apply(cmp.Or(int64(cfg.Cache.MaxBytes), cache.DefaultMaxBytes), getenv, log)()
@@ -107,7 +127,7 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 		guard = h2guard.Listen(ln, h2guard.Options{})
 		ln = guard
 		if err := app.metrics.WatchHTTP2Guard(guard.Closed); err != nil {
-			_ = ln.Close()
+			closeListeners()
 			return fmt.Errorf("metrics: %w", err)
 		}
 	}
@@ -116,12 +136,7 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 		guard.Configure(servers[0].HTTP, cfg.Server.TLS.HTTP2 == nil || *cfg.Server.TLS.HTTP2)
 	}
 	adminURL := ""
-	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
-		aln, err := net.Listen("tcp", cfg.AdminListen)
-		if err != nil {
-			_ = ln.Close()
-			return fmt.Errorf("admin listen %s: %w", cfg.AdminListen, err)
-		}
+	if aln != nil {
 		servers = append(servers, serving.Server{HTTP: newHTTPServer(cfg.Server, app.admin, log), Listener: aln})
 		adminURL = "http://" + aln.Addr().String()
 	}
@@ -135,9 +150,11 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 	fmt.Fprintf(stdout, "try: curl -u %s '%s/au/properties.xml?limit=2'\n", exampleCredentials(cfg), base)
 
 	reload := func() {
+		var tlsErr error
 		if cert != nil { // renewed certificates apply even if the configuration is broken
 			if err := cert.Reload(); err != nil {
-				log.Error("tls certificate reload failed; keeping the certificate in use", "err", fmt.Errorf("server.tls: %w", err))
+				tlsErr = fmt.Errorf("server.tls: %w", err)
+				log.Error("tls certificate reload failed; keeping the certificate in use", "err", tlsErr)
 			} else {
 				log.Info("tls certificate reloaded", "cert_file", cfg.Server.TLS.CertFile)
 			}
@@ -149,13 +166,20 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 			return
 		}
 		restart, err := app.reload(next)
-		app.metrics.ConfigReloaded(time.Now(), err)
 		if err != nil {
+			app.metrics.ConfigReloaded(time.Now(), err)
 			log.Error("config reload rejected; keeping the running configuration", "config", source, "err", err)
 			return
 		}
 		level.Set(next.Log.SlogLevel())
-		log.Info("config reloaded", "config", source, "applied", "users, cache ttls, breaker settings, log level")
+		// A reload is reported a success only when every part of it was:
+		// a certificate that did not load fails it, whatever else applied.
+		app.metrics.ConfigReloaded(time.Now(), tlsErr)
+		if tlsErr != nil {
+			log.Error("reload incomplete: the configuration was applied, the tls certificate was not (the one in use is kept)", "config", source, "applied", "users, cache ttls, breaker settings, log level", "err", tlsErr)
+		} else {
+			log.Info("config reloaded", "config", source, "applied", "users, cache ttls, breaker settings, log level")
+		}
 		if len(restart) > 0 {
 			log.Warn("config changes that need a restart were not applied", "keys", strings.Join(restart, ", "))
 		}

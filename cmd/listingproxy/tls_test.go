@@ -145,6 +145,9 @@ func TestTLSPublicListener(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, "tls certificate reload failed")
+		// Never reported a success: the configuration names the broken
+		// files, so it is rejected too.
+		waitFor(t, "config reload rejected")
 		if got := serial(t); got != 2 {
 			t.Errorf("serial %d after a failed reload, want 2 (kept)", got)
 		}

@@ -2,7 +2,10 @@
 // order: a drain (readiness turns 503, responses close their connections)
 // while a load balancer notices, then net/http's own Shutdown, bounded by
 // a grace period. Draining is the drain's flag and its middleware. What the
-// servers serve, and their limits, are cmd's. Standard library only.
+// servers serve, and their limits, are cmd's. Listen opens their
+// listeners, with SO_REUSEPORT when asked (golang.org/x/sys/unix), for a
+// hand-over between an old process and a new one. Otherwise standard
+// library only.
 package serving
 
 import (
