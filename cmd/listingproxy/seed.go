@@ -64,26 +64,11 @@ func seedCommand(ctx context.Context, args []string, getenv func(string) string,
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// No per-statement timeout: a bulk load is one long transaction.
-	st, err := sqlstore.Open(ctx, sqlstore.Config{Dialect: b.Kind, DSN: b.SQL.DSN, Now: func() time.Time { return now }, MaxOpenConns: 2})
-	if err != nil {
-		return fmt.Errorf("seed: backend %s: %w", name, err)
-	}
-	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
-		return fmt.Errorf("seed: backend %s: %w", name, err)
-	}
-	if *reset {
-		if err := st.Reset(ctx); err != nil {
-			return fmt.Errorf("seed: backend %s: %w", name, err)
-		}
-	}
-
 	o := demo.Totals(*properties, *agents, now)
 	fmt.Fprintf(stderr, "seeding backend %s (%s): %d properties, %d agents\n", name, b.Kind, o.Properties(), o.Agents())
 	p := progress.New(stderr, time.Now)
 	start := time.Now()
-	err = st.Seed(ctx, o, sqlstore.SeedOptions{Progress: p.Report})
+	err = sqlstore.Load(ctx, b.Kind, b.SQL.DSN, sqlstore.LoadOptions{Demo: o, Reset: *reset, SeedOptions: sqlstore.SeedOptions{Progress: p.Report}})
 	p.Finish()
 	switch {
 	case errors.Is(err, sqlstore.ErrNotEmpty):

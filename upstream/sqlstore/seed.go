@@ -61,6 +61,38 @@ func (s *Store) SetupDemo(ctx context.Context, o demo.Options, notify bool) erro
 	return nil
 }
 
+// LoadOptions are Load's: the demo data, whether to reset first, and
+// Seed's options.
+type LoadOptions struct {
+	Demo demo.Options
+	// Reset drops and recreates the demo's tables before the load (Reset:
+	// refused when the database holds tenants other than the demo's).
+	Reset bool
+	SeedOptions
+}
+
+// Load is "listingproxy seed": it opens the database of dialect at dsn for
+// one bulk load (two connections and no per-statement timeout: the load is
+// one long transaction), creates the schema where missing, with o.Reset
+// resets it, and seeds o.Demo (ErrNotEmpty when the database already holds
+// data).
+func Load(ctx context.Context, dialect, dsn string, o LoadOptions) error {
+	st, err := Open(ctx, Config{Dialect: dialect, DSN: dsn, Now: func() time.Time { return o.Demo.Now }, MaxOpenConns: 2})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	if o.Reset {
+		if err := st.Reset(ctx); err != nil {
+			return err
+		}
+	}
+	return st.Seed(ctx, o.Demo, o.SeedOptions)
+}
+
 // SeedOptions tunes Seed. The zero value works.
 type SeedOptions struct {
 	// Progress, when set, is called after each batch with the number of

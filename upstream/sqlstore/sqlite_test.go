@@ -611,3 +611,41 @@ func TestSetupDemo(t *testing.T) {
 	}
 	testBackendAgainstOracle(t, st, ds, testNow)
 }
+
+// TestLoad: "listingproxy seed"'s load creates the schema of a new file
+// and seeds it, refuses a second load (ErrNotEmpty) and leaves the data,
+// and with Reset loads it again (one copy), reporting progress.
+func TestLoad(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "seed.db")
+	o := demo.Options{PropertiesPerTenantCountry: 5, AgentsPerTenantCountry: 5, Now: testNow}
+	count := func() int {
+		t.Helper()
+		st, err := Open(ctx, Config{DSN: path, Now: func() time.Time { return testNow }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		var n int
+		if err := st.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM properties").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	var reports int
+	if err := Load(ctx, "sqlite", path, LoadOptions{Demo: o, SeedOptions: SeedOptions{Progress: func(_, _ int) { reports++ }}}); err != nil {
+		t.Fatalf("first load: %v", err)
+	}
+	if n := count(); n != o.Properties() || reports == 0 {
+		t.Fatalf("after the first load: %d properties, %d progress reports; want %d, some", n, reports, o.Properties())
+	}
+	if err := Load(ctx, "sqlite", path, LoadOptions{Demo: o}); !errors.Is(err, ErrNotEmpty) {
+		t.Errorf("second load = %v, want ErrNotEmpty", err)
+	}
+	if err := Load(ctx, "sqlite", path, LoadOptions{Demo: o, Reset: true}); err != nil {
+		t.Fatalf("load with Reset: %v", err)
+	}
+	if n := count(); n != o.Properties() {
+		t.Errorf("after Reset and load: %d properties, want %d", n, o.Properties())
+	}
+}
