@@ -58,10 +58,12 @@ func versionLine(b telemetry.Build) string {
 }
 
 func versionCommand(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
+	fs := commandFlags("version", "", stderr)
+	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	_, err := fmt.Fprintln(stdout, versionLine(telemetry.ReadBuild()))
 	return err
@@ -72,21 +74,16 @@ func versionCommand(args []string, stdout, stderr io.Writer) error {
 // error); nginx -t and varnishd -C are its models. It also loads the TLS
 // certificate and key, if any.
 func checkConfig(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("check-config", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("check-config", "[-config FILE | FILE]", stderr)
 	path := fs.String("config", "", "configuration file (default: ./config.yaml if present, else the embedded demo configuration)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: listingproxy check-config [-config FILE | FILE]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	switch {
 	case fs.NArg() == 1 && *path == "":
 		*path = fs.Arg(0)
 	case fs.NArg() > 0:
-		return fmt.Errorf("check-config: unexpected argument %q", fs.Arg(fs.NArg()-1))
+		return usageErrorf(fs, "unexpected argument %q", fs.Arg(fs.NArg()-1))
 	}
 	cfg, source, err := loadConfig(*path, getenv)
 	if err != nil {
@@ -105,16 +102,15 @@ func checkConfig(args []string, getenv func(string) string, stdout, stderr io.Wr
 // succeeds on a 200: the container's HEALTHCHECK. The address is the
 // configuration's admin_listen unless -admin-listen names one.
 func healthcheck(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("healthcheck", "[-config FILE | -admin-listen ADDR] [-timeout D]", stderr)
 	path := fs.String("config", "", "configuration file whose admin_listen to ask (default: as serve)")
 	addr := fs.String("admin-listen", "", "admin address to ask instead of the configuration's")
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("healthcheck: unexpected argument %q", fs.Arg(0))
+		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	if *addr == "" {
 		cfg, _, err := loadConfig(*path, getenv)
@@ -136,13 +132,72 @@ func healthcheck(ctx context.Context, args []string, getenv func(string) string,
 
 // exitStatus reports err as main does and returns the process's exit
 // status: 0 for success and for -h (the flag package has printed the
-// usage), 1 otherwise.
+// usage), 2 for a mistake on the command line (a bad flag, an unexpected
+// argument: the usage has been printed), 1 otherwise.
 func exitStatus(err error, stderr io.Writer) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		if !ue.printed {
+			fmt.Fprintln(stderr, "listingproxy:", err)
+		}
+		return 2
+	}
 	fmt.Fprintln(stderr, "listingproxy:", err)
 	return 1
+}
+
+// commandFlags is the flag set of the subcommand name, whose usage every
+// command prints alike, on standard error:
+//
+//	usage: listingproxy NAME SYNOPSIS
+//
+//	flags:
+//	  -flag ...
+func commandFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("listingproxy "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), strings.TrimSpace("usage: "+fs.Name()+" "+synopsis))
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintln(fs.Output(), "\nflags:")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+// usageError is a mistake on the command line: exit status 2.
+type usageError struct {
+	err     error
+	printed bool // the flag package printed it, with the usage
+}
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// parseFlags parses args into fs; a bad flag is a usageError, which the
+// flag package has already printed with the usage.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil && !errors.Is(err, flag.ErrHelp) {
+		return usageError{err: err, printed: true}
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// usageErrorf is a usageError about fs's arguments: the message, then the
+// usage, both on fs's output.
+func usageErrorf(fs *flag.FlagSet, format string, args ...any) error {
+	err := fmt.Errorf("%s: "+format, append([]any{strings.TrimPrefix(fs.Name(), "listingproxy ")}, args...)...)
+	fmt.Fprintln(fs.Output(), "listingproxy:", err)
+	fs.Usage()
+	return usageError{err: err, printed: true}
 }
 
 // count is "1 backend", "2 backends", "0 backends".

@@ -196,7 +196,7 @@ breaker: {failures: many}
 			"  " + bad + `:9: breaker.failures: invalid count "many" (want a whole number, 0 or more)` + "\n",
 		}},
 		{"missing file", []string{"check-config", "-config", filepath.Join(dir, "none.yaml")}, 1, "", []string{"none.yaml: no such file or directory"}},
-		{"two files", []string{"check-config", good, bad}, 1, "", []string{`check-config: unexpected argument "` + bad + `"`}},
+		{"two files", []string{"check-config", good, bad}, 2, "", []string{`check-config: unexpected argument "` + bad + `"`, "\nusage: listingproxy check-config"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -278,7 +278,29 @@ func TestHealthcheckAgainstRun(t *testing.T) {
 
 func TestUnknownArgument(t *testing.T) {
 	status, _, errOut := runCmd(t, noEnv, "sede")
-	if want := `listingproxy: unexpected argument "sede" (not a command: "listingproxy help" lists them)`; status != 1 || !strings.Contains(errOut, want) {
-		t.Errorf("exit %d, stderr %q; want 1 and %q", status, errOut, want)
+	if want := `listingproxy: serve: unexpected argument "sede" (not a command: "listingproxy help" lists them)`; status != 2 || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d, stderr %q; want 2 and %q", status, errOut, want)
+	}
+}
+
+// TestUsageOfEveryCommand: every subcommand prints its usage alike on -h
+// ("usage: listingproxy NAME ...", then its flags), exit status 0, and a
+// bad flag or an unexpected argument prints the mistake and the same
+// usage, exit status 2, all on standard error.
+func TestUsageOfEveryCommand(t *testing.T) {
+	for _, name := range []string{"serve", "check-config", "seed", "warm", "hash-password", "healthcheck", "version", "diff"} {
+		t.Run(name, func(t *testing.T) {
+			status, out, errOut := runCmd(t, noEnv, name, "-h")
+			if status != 0 || out != "" || !strings.HasPrefix(errOut, "usage: listingproxy "+name) {
+				t.Errorf("%s -h: exit %d, stdout %q, stderr %q; want 0 and the usage on stderr", name, status, out, errOut)
+			}
+			if name != "version" && !strings.Contains(errOut, "\nflags:\n  -") {
+				t.Errorf("%s -h lists no flags under \"flags:\":\n%s", name, errOut)
+			}
+			status, out, errOut = runCmd(t, noEnv, name, "-no-such-flag")
+			if status != 2 || out != "" || !strings.Contains(errOut, "flag provided but not defined: -no-such-flag") || !strings.Contains(errOut, "usage: listingproxy "+name) {
+				t.Errorf("%s -no-such-flag: exit %d, stdout %q, stderr %q; want 2, the mistake and the usage", name, status, out, errOut)
+			}
+		})
 	}
 }

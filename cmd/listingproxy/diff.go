@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -37,10 +36,10 @@ Flags:
 // diffCommand compares an old and a new endpoint path by path (package
 // docdiff/endpoints); see diffUsage.
 func diffCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("listingproxy diff", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
+	fs := commandFlags("diff", "", stderr)
+	fs.Usage = func() { // the synopsis takes two lines and a description
 		fmt.Fprint(stderr, diffUsage)
+		fmt.Fprintln(stderr, "\nflags:")
 		fs.PrintDefaults()
 	}
 	oldURL := fs.String("old", "", "base URL of the old endpoint, e.g. http://crm.example/api")
@@ -58,11 +57,11 @@ func diffCommand(ctx context.Context, args []string, getenv func(string) string,
 	timeout := fs.Duration("timeout", 10*time.Second, "per request")
 	fixtures := fs.String("fixtures", "", "directory of recorded legacy answers: the corpus of paths, and without -old the old answers")
 	ignoreCT := fs.Bool("ignore-content-type", false, "do not compare content types (a legacy endpoint that labels its XML text/html)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 1 {
-		return fmt.Errorf("diff: unexpected argument %q", fs.Arg(1))
+		return usageErrorf(fs, "unexpected argument %q", fs.Arg(1))
 	}
 	if fs.NArg() == 1 {
 		if *pathsFile != "" || *logFile != "" {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -15,11 +14,13 @@ import (
 // by internal/secret: typed twice without echo on a terminal, otherwise
 // one line of stdin, for scripts: echo -n "$PW" | listingproxy hash-password.
 func hashPassword(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("hash-password", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("hash-password", "[-cost N] < PASSWORD", stderr)
 	cost := fs.Int("cost", bcrypt.DefaultCost, "bcrypt cost")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf(fs, "unexpected argument %q (the password is read from standard input, never an argument)", fs.Arg(0))
 	}
 	pw, err := secret.Read(stdin, stderr)
 	if err != nil {

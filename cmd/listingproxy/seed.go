@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -28,19 +27,18 @@ import (
 // tenants other than the demo's). Progress goes to stderr: a bar on a
 // terminal, a line every 10% otherwise.
 func seedCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("listingproxy seed", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("seed", "[-config FILE] [-backend NAME] [-properties N] [-agents N] [-reset] [-now DATE]", stderr)
 	cfgPath := fs.String("config", "", "configuration file (default: ./config.yaml if present, else the embedded demo configuration)")
 	backend := fs.String("backend", "", "name of the SQL backend in the configuration to fill (required unless the configuration has only one SQL backend)")
 	properties := fs.Int("properties", 0, fmt.Sprintf("total properties over 2 tenants x 2 countries (default %d)", demo.DefaultPropertiesPerTenantCountry*4))
 	agents := fs.Int("agents", 0, fmt.Sprintf("total agents over 2 tenants x 2 countries (default %d)", demo.DefaultAgentsPerTenantCountry*4))
 	reset := fs.Bool("reset", false, "drop and recreate the demo tables first (refused if the database holds non-demo tenants)")
 	nowFlag := fs.String("now", "", "fixed clock for reproducible data: YYYY-MM-DD or RFC 3339 (default: now)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("seed: unexpected argument %q", fs.Arg(0))
+		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	if *properties < 0 || *agents < 0 {
 		return errors.New("seed: -properties and -agents must not be negative")

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -41,16 +40,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 // called once the drain has begun, and the shutdown starts when its channel
 // delivers (tests hold it to look at a draining server).
 func serveWith(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, after func(time.Duration) <-chan time.Time) error {
-	fs := flag.NewFlagSet("listingproxy", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("serve", "[-config FILE] [-listen ADDR] [-admin-listen ADDR]", stderr)
 	cfgPath := fs.String("config", "", "configuration file (default: ./config.yaml if present, else the embedded demo configuration)")
 	listen := fs.String("listen", "", "public listen address, overrides the config's listen")
 	adminListen := fs.String("admin-listen", "", `admin listen address, overrides admin_listen ("off" disables)`)
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (not a command: \"listingproxy help\" lists them)", fs.Arg(0))
+		return usageErrorf(fs, "unexpected argument %q (not a command: \"listingproxy help\" lists them)", fs.Arg(0))
 	}
 	load := func() (*config.Config, string, error) {
 		cfg, source, err := loadConfig(*cfgPath, getenv)

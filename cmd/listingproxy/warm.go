@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,15 +18,14 @@ import (
 // start of the service fetches them. It talks to no running process: a
 // separate process knows no password, and the file is what a start reads.
 func warmCommand(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("warm", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("warm", "-from LOG [-config FILE]", stderr)
 	path := fs.String("config", "", "configuration file whose cache.warm.file to fill (default: as serve)")
 	from := fs.String("from", "", `request log to read ("-": standard input); required`)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("warm: unexpected argument %q", fs.Arg(0))
+		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	if *from == "" {
 		return errors.New("warm: -from LOG is required (a request log: JSON access-log lines or USER PATH?QUERY lines)")
