@@ -400,18 +400,6 @@ func Filter(doc *Document, o PassOptions, report func(Problem)) {
 	}
 }
 
-// known are the element names the wire format gives inside records, by
-// record; attributes likewise.
-var (
-	knownPropertyElems = setOf("agency_id", "approved", "address", "status", "latitude", "longitude", "price",
-		"price_from", "price_to", "category", "property_type", "suburb", "area", "region", "bedrooms", "bathrooms",
-		"floor_size", "lot_size", "built_in", "description", "photos", "photo", "virtualtours", "virtualtour",
-		"floorplans", "floorplan", "agents", "agent", "openhomes", "openhome", "start", "end")
-	knownAgentElems = setOf("name", "username", "phone", "after_hours_phone", "mobile_phone", "email",
-		"description", "photo", "website_url", "properties", "property", "address", "agency_id")
-	knownAttrs = setOf("id", "last_updated", "display", "count", "thumbnail", "type", "caption", "position")
-)
-
 func setOf(names ...string) map[string]bool {
 	m := make(map[string]bool, len(names))
 	for _, n := range names {
@@ -421,9 +409,9 @@ func setOf(names ...string) map[string]bool {
 }
 
 func filterRecord(r *Element, o PassOptions, report func(Problem)) {
-	known := knownPropertyElems
-	if r.Name == "agent" {
-		known = knownAgentElems
+	known := sch.property.known
+	if r.Name == sch.agent.name {
+		known = sch.agent.known
 	}
 	allowed := func(name string, knownSet map[string]bool) bool {
 		return knownSet[name] || o.Unknown || o.Extra[name]
@@ -434,7 +422,7 @@ func filterRecord(r *Element, o PassOptions, report func(Problem)) {
 	filterAttrs := func(e *Element) {
 		attrs := e.Attrs[:0]
 		for _, a := range e.Attrs {
-			if allowed(a.Name.Local, knownAttrs) {
+			if allowed(a.Name.Local, sch.knownAttrs) {
 				attrs = append(attrs, a)
 			}
 		}
@@ -447,7 +435,7 @@ func filterRecord(r *Element, o PassOptions, report func(Problem)) {
 	var walk func(e *Element)
 	walk = func(e *Element) {
 		e.remove(func(k *Element) bool {
-			return !allowed(k.Name, known) || !o.Prices && (k.Name == "price_from" || k.Name == "price_to")
+			return !allowed(k.Name, known) || !o.Prices && sch.prices[k.Name]
 		})
 		for _, k := range e.Elements("") {
 			if !known[k.Name] {
@@ -505,11 +493,12 @@ func keepMarkup(e *Element) {
 	}
 }
 
-// dropPrices removes raw prices (price_from, price_to) at any depth inside
-// e, an element that otherwise passes whole: a caller without prices never
-// sees one, wherever the legacy put it.
+// dropPrices removes raw prices (the schema's fields of upstream.LevelPrices:
+// price_from, price_to) at any depth inside e, an element that otherwise
+// passes whole: a caller without prices never sees one, wherever the legacy
+// put it.
 func dropPrices(e *Element) {
-	e.remove(func(k *Element) bool { return k.Name == "price_from" || k.Name == "price_to" })
+	e.remove(func(k *Element) bool { return sch.prices[k.Name] })
 	for _, k := range e.Elements("") {
 		dropPrices(k)
 	}
@@ -581,7 +570,7 @@ func jsonElement(dst []byte, e *Element, parent, path string, lv level) []byte {
 	}
 	video := lv.videoURL && e.Name == "video" && parent == "videos" && !e.hasElements()
 	if len(e.Attrs) == 0 && !e.hasElements() && !video {
-		if e.Name == "price_to" && e.Text() == "" {
+		if sch.nulls[e.Name] && e.Text() == "" {
 			return append(dst, "null"...)
 		}
 		return jsonString(dst, e.Text())

@@ -38,21 +38,6 @@ func jsonFloat(dst []byte, key string, v float64) []byte {
 	return append(dst, '"')
 }
 
-// jsonFloatPtr appends v as a string, or the empty string when nil.
-func jsonFloatPtr(dst []byte, key string, v *float64) []byte {
-	if v == nil {
-		return append(append(dst, key...), `""`...)
-	}
-	return jsonFloat(dst, key, *v)
-}
-
-func jsonIntPtr(dst []byte, key string, v *int) []byte {
-	if v == nil {
-		return append(append(dst, key...), `""`...)
-	}
-	return jsonInt(dst, key, int64(*v))
-}
-
 func jsonPropertyList(dst []byte, ps []upstream.Property, lv level) []byte {
 	dst = jsonInt(append(dst, `{"properties":{`...), `"count":`, int64(len(ps)))
 	dst = jsonOpenItems(dst, `,"property":`, "property", len(ps), lv)
@@ -66,14 +51,40 @@ func jsonPropertyList(dst []byte, ps []upstream.Property, lv level) []byte {
 	return append(dst, "}}\n"...)
 }
 
+// jsonProperty appends a property object as the listing schema lays it
+// out (upstream.PropertyFields): its scalar fields from the table, its
+// hand-written parts (KindHand rows) here, in the table's order.
 func jsonProperty(dst []byte, p *upstream.Property, lv level) []byte {
-	dst = jsonID(append(dst, '{'), `"id":`, p.ID, lv)
-	dst = jsonField(dst, `,"agency_id":`, p.AgencyID)
-	dst = append(dst, `,"last_updated":"`...)
-	dst = appendTime(dst, p.LastUpdated, lv.loc, lastUpdatedLayout)
-	dst = append(dst, `","approved":"`...)
-	dst = appendDate(dst, p.Approved)
-	dst = append(dst, `","address":{"display":"`...)
+	dst = append(dst, '{')
+	fields := sch.property.json[lv.rank()]
+	for i := range fields {
+		c := &fields[i]
+		if c.kind != upstream.KindHand {
+			dst = c.appendJSON(dst, p, &lv)
+			continue
+		}
+		switch c.part {
+		case partAddress:
+			dst = jsonAddress(dst, p)
+		case partPhotos:
+			dst = jsonMedia(dst, `,"photos":`, `,"photo":`, "photo", p.PhotoCount, p.Photos, true, &lv)
+		case partVirtualTours:
+			dst = jsonMedia(dst, `,"virtualtours":`, `,"virtualtour":`, "virtualtour", p.VirtualTourCount, p.VirtualTours, false, &lv)
+		case partFloorplans:
+			dst = jsonMedia(dst, `,"floorplans":`, `,"floorplan":`, "floorplan", p.FloorplanCount, p.Floorplans, false, &lv)
+		case partPropertyAgents:
+			dst = jsonPropertyAgents(dst, p, &lv)
+		case partOpenHomes:
+			dst = jsonOpenHomes(dst, p, &lv)
+		}
+	}
+	return append(dst, '}')
+}
+
+// jsonAddress appends a property's address: its display flag, and its
+// street number and name.
+func jsonAddress(dst []byte, p *upstream.Property) []byte {
+	dst = append(dst, `,"address":{"display":"`...)
 	dst = appendBool(dst, p.AddressDisplay)
 	dst = append(dst, `","address":"`...)
 	dst = appendJSONEscaped(dst, p.StreetNumber)
@@ -81,73 +92,49 @@ func jsonProperty(dst []byte, p *upstream.Property, lv level) []byte {
 		dst = append(dst, ' ')
 	}
 	dst = appendJSONEscaped(dst, p.StreetName)
-	dst = append(dst, `"}`...)
-	dst = jsonField(dst, `,"status":`, p.Status)
-	dst = jsonFloatPtr(dst, `,"latitude":`, p.Latitude)
-	dst = jsonFloatPtr(dst, `,"longitude":`, p.Longitude)
-	if lv.full {
-		dst = jsonField(dst, `,"price":`, p.PriceText)
-		if lv.prices {
-			dst = jsonFloatPtr(dst, `,"price_from":`, p.PriceFrom)
-			if p.PriceTo == nil {
-				dst = append(dst, `,"price_to":null`...)
-			} else {
-				dst = jsonFloat(dst, `,"price_to":`, *p.PriceTo)
-			}
-		}
-		dst = jsonField(dst, `,"category":`, p.Category)
-		dst = jsonField(dst, `,"property_type":`, p.PropertyType)
-		dst = jsonField(dst, `,"suburb":`, p.Suburb)
-		dst = jsonField(dst, `,"area":`, p.Area)
-		dst = jsonField(dst, `,"region":`, p.Region)
-		dst = jsonIntPtr(dst, `,"bedrooms":`, p.Bedrooms)
-		dst = jsonIntPtr(dst, `,"bathrooms":`, p.Bathrooms)
-		dst = jsonFloatPtr(dst, `,"floor_size":`, p.FloorSize)
-		dst = jsonFloatPtr(dst, `,"lot_size":`, p.LotSize)
-		dst = jsonField(dst, `,"built_in":`, p.BuiltIn)
-		dst = jsonField(dst, `,"description":`, p.Description)
-	}
+	return append(dst, `"}`...)
+}
 
-	dst = jsonMedia(dst, `,"photos":`, `,"photo":`, "photo", p.PhotoCount, p.Photos, true, lv)
-	dst = jsonMedia(dst, `,"virtualtours":`, `,"virtualtour":`, "virtualtour", p.VirtualTourCount, p.VirtualTours, false, lv)
-	dst = jsonMedia(dst, `,"floorplans":`, `,"floorplan":`, "floorplan", p.FloorplanCount, p.Floorplans, false, lv)
-
+// jsonPropertyAgents appends a property's agents: their count, and each
+// agent's id and name.
+func jsonPropertyAgents(dst []byte, p *upstream.Property, lv *level) []byte {
 	dst = jsonInt(append(dst, `,"agents":{`...), `"count":`, int64(len(p.Agents)))
-	dst = jsonOpenItems(dst, `,"agent":`, "agent", len(p.Agents), lv)
+	dst = jsonOpenItems(dst, `,"agent":`, "agent", len(p.Agents), *lv)
 	for i, a := range p.Agents {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = jsonID(append(dst, '{'), `"id":`, a.ID, lv)
+		dst = jsonID(append(dst, '{'), `"id":`, a.ID, *lv)
 		dst = jsonField(dst, `,"name":`, a.Name)
 		dst = append(dst, '}')
 	}
-	dst = jsonCloseItems(dst, "agent", len(p.Agents), lv)
-	dst = append(dst, '}')
+	dst = jsonCloseItems(dst, "agent", len(p.Agents), *lv)
+	return append(dst, '}')
+}
 
-	if lv.full {
-		dst = jsonInt(append(dst, `,"openhomes":{`...), `"count":`, int64(len(p.OpenHomes)))
-		dst = append(dst, `,"openhome":`...)
-		// One open home is an object, any other number an array
-		// (docs/wire-format.md).
-		single := len(p.OpenHomes) == 1
-		if !single {
-			dst = append(dst, '[')
+// jsonOpenHomes appends a property's open homes: their count, and each
+// one's start and end.
+func jsonOpenHomes(dst []byte, p *upstream.Property, lv *level) []byte {
+	dst = jsonInt(append(dst, `,"openhomes":{`...), `"count":`, int64(len(p.OpenHomes)))
+	dst = append(dst, `,"openhome":`...)
+	// One open home is an object, any other number an array
+	// (docs/wire-format.md).
+	single := len(p.OpenHomes) == 1
+	if !single {
+		dst = append(dst, '[')
+	}
+	for i, oh := range p.OpenHomes {
+		if i > 0 {
+			dst = append(dst, ',')
 		}
-		for i, oh := range p.OpenHomes {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, `{"start":"`...)
-			dst = appendTime(dst, oh.Start, lv.loc, openHomeLayout)
-			dst = append(dst, `","end":"`...)
-			dst = appendTime(dst, oh.End, lv.loc, openHomeLayout)
-			dst = append(dst, `"}`...)
-		}
-		if !single {
-			dst = append(dst, ']')
-		}
-		dst = append(dst, '}')
+		dst = append(dst, `{"start":"`...)
+		dst = appendTime(dst, oh.Start, lv.loc, openHomeLayout)
+		dst = append(dst, `","end":"`...)
+		dst = appendTime(dst, oh.End, lv.loc, openHomeLayout)
+		dst = append(dst, `"}`...)
+	}
+	if !single {
+		dst = append(dst, ']')
 	}
 	return append(dst, '}')
 }
@@ -155,12 +142,12 @@ func jsonProperty(dst []byte, p *upstream.Property, lv level) []byte {
 // jsonMedia appends a media container: its count always, its items (an
 // array, see jsonOpenItems) with full detail. Photos carry a type; tours
 // and floorplans do not.
-func jsonMedia(dst []byte, containerKey, itemsKey, item string, count int, ms []upstream.Media, typed bool, lv level) []byte {
+func jsonMedia(dst []byte, containerKey, itemsKey, item string, count int, ms []upstream.Media, typed bool, lv *level) []byte {
 	dst = jsonInt(append(append(dst, containerKey...), '{'), `"count":`, int64(count))
 	if !lv.full {
 		return append(dst, '}')
 	}
-	dst = jsonOpenItems(dst, itemsKey, item, len(ms), lv)
+	dst = jsonOpenItems(dst, itemsKey, item, len(ms), *lv)
 	for i := range ms {
 		m := &ms[i]
 		if i > 0 {
@@ -175,7 +162,7 @@ func jsonMedia(dst []byte, containerKey, itemsKey, item string, count int, ms []
 		dst = jsonField(dst, `,"url":`, m.URL)
 		dst = append(dst, '}')
 	}
-	dst = jsonCloseItems(dst, item, len(ms), lv)
+	dst = jsonCloseItems(dst, item, len(ms), *lv)
 	return append(dst, '}')
 }
 
@@ -235,28 +222,34 @@ func jsonAgentList(dst []byte, as []upstream.Agent, lv level) []byte {
 	return append(dst, "}}\n"...)
 }
 
+// jsonAgent appends an agent object as the listing schema lays it out
+// (upstream.AgentFields).
 func jsonAgent(dst []byte, a *upstream.Agent, lv level) []byte {
-	dst = jsonID(append(dst, '{'), `"id":`, a.ID, lv)
-	dst = jsonField(dst, `,"name":`, a.Name)
-	if lv.full {
-		dst = jsonField(dst, `,"username":`, a.Username)
-		dst = jsonField(dst, `,"phone":`, a.Phone)
-		dst = jsonField(dst, `,"after_hours_phone":`, a.AfterHoursPhone)
-		dst = jsonField(dst, `,"mobile_phone":`, a.MobilePhone)
-		dst = jsonField(dst, `,"email":`, a.Email)
-		dst = jsonField(dst, `,"description":`, a.Description)
-		dst = jsonField(dst, `,"photo":`, a.PhotoURL)
-		dst = jsonField(dst, `,"website_url":`, a.WebsiteURL)
+	dst = append(dst, '{')
+	fields := sch.agent.json[lv.rank()]
+	for i := range fields {
+		switch c := &fields[i]; {
+		case c.kind != upstream.KindHand:
+			dst = c.appendJSON(dst, a, &lv)
+		case c.part == partAgentProperties:
+			dst = jsonAgentProperties(dst, a, &lv)
+		}
 	}
+	return append(dst, '}')
+}
+
+// jsonAgentProperties appends an agent's current properties: their count,
+// and with full detail each one's id, last update, address and agency id.
+func jsonAgentProperties(dst []byte, a *upstream.Agent, lv *level) []byte {
 	dst = jsonInt(append(dst, `,"properties":{`...), `"count":`, int64(a.PropertyCount))
 	if lv.full {
-		dst = jsonOpenItems(dst, `,"property":`, "property", len(a.Properties), lv)
+		dst = jsonOpenItems(dst, `,"property":`, "property", len(a.Properties), *lv)
 		for i := range a.Properties {
 			pr := &a.Properties[i]
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = jsonID(append(dst, '{'), `"id":`, pr.ID, lv)
+			dst = jsonID(append(dst, '{'), `"id":`, pr.ID, *lv)
 			dst = append(dst, `,"last_updated":"`...)
 			dst = appendTime(dst, pr.LastUpdated, lv.loc, lastUpdatedLayout)
 			dst = append(dst, '"')
@@ -264,9 +257,9 @@ func jsonAgent(dst []byte, a *upstream.Agent, lv level) []byte {
 			dst = jsonField(dst, `,"agency_id":`, pr.AgencyID)
 			dst = append(dst, '}')
 		}
-		dst = jsonCloseItems(dst, "property", len(a.Properties), lv)
+		dst = jsonCloseItems(dst, "property", len(a.Properties), *lv)
 	}
-	return append(dst, "}}"...)
+	return append(dst, '}')
 }
 
 func jsonErrors(dst []byte, errs normalize.Errors) []byte {

@@ -171,7 +171,7 @@ func FuzzPassThroughFilter(f *testing.F) {
 		var check func(e *Element, known map[string]bool, structural, inText bool)
 		check = func(e *Element, known map[string]bool, structural, inText bool) {
 			for _, a := range e.Attrs {
-				if inText || !knownAttrs[a.Name.Local] {
+				if inText || !sch.knownAttrs[a.Name.Local] {
 					t.Fatalf("attribute %s=%q of <%s> reached a caller without prices:\n%s", a.Name.Local, a.Value, e.Name, out)
 				}
 			}
@@ -192,9 +192,9 @@ func FuzzPassThroughFilter(f *testing.F) {
 		for _, r := range records {
 			switch r.Name {
 			case "property":
-				check(r, knownPropertyElems, true, false)
+				check(r, sch.property.known, true, false)
 			case "agent":
-				check(r, knownAgentElems, true, false)
+				check(r, sch.agent.known, true, false)
 			}
 		}
 	})

@@ -46,7 +46,7 @@ func (n *node) legacy() any {
 func nodeFromElement(e *Element) *node {
 	n := &node{tag: e.Name, attrs: e.Attrs, text: e.Text()}
 	for _, k := range e.Elements("") {
-		if knownTags[k.Name] {
+		if sch.knownTags[k.Name] {
 			n.kids = append(n.kids, nodeFromElement(k))
 		}
 	}
@@ -75,23 +75,6 @@ func readRecord(d Tokens, start xml.StartElement, keep bool, rr *rawRead, from i
 	n := nodeFromElement(e)
 	n.src = e
 	return n, nil
-}
-
-// knownTags are the elements the parsers read, at any level. Any other
-// element is skipped while decoding (counted against the limits, never
-// kept), so an answer padded with unknown elements costs no memory.
-var knownTags = map[string]bool{
-	"properties": true, "property": true, "agents": true, "agent": true,
-	"errors": true, "error": true,
-	"agency_id": true, "approved": true, "status": true, "latitude": true, "longitude": true,
-	"price": true, "price_from": true, "price_to": true, "category": true, "property_type": true,
-	"suburb": true, "area": true, "region": true, "bedrooms": true, "bathrooms": true,
-	"floor_size": true, "lot_size": true, "built_in": true, "description": true, "address": true,
-	"photos": true, "photo": true, "virtualtours": true, "virtualtour": true,
-	"floorplans": true, "floorplan": true, "openhomes": true, "openhome": true,
-	"start": true, "end": true,
-	"name": true, "username": true, "phone": true, "after_hours_phone": true,
-	"mobile_phone": true, "email": true, "website_url": true,
 }
 
 // child returns n's first child element named tag, or nil.
@@ -149,7 +132,7 @@ func readNode(d Tokens, start xml.StartElement) (*node, error) {
 		}
 		switch t := t.(type) {
 		case xml.StartElement:
-			if !knownTags[t.Name.Local] {
+			if !sch.knownTags[t.Name.Local] {
 				if err := skip(d); err != nil {
 					return nil, err
 				}

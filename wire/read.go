@@ -129,8 +129,13 @@ func ReadPropertyList(d Tokens, loc *time.Location, full bool, maxRecords int, r
 	)
 	pg, paged := ro.page(maxRecords)
 	err := decodeAnswer(d, "properties", "property", false, pg, ro.Keep, func(e *node) error {
-		if p, ok := parseProperty(e, loc, full, ro.Report); ok {
-			props, idx = append(props, p), append(idx, e.idx)
+		// Read in place: a record handed to the schema's accessors
+		// would otherwise be a heap allocation of its own.
+		props = append(props, upstream.Property{})
+		if parseProperty(e, loc, full, ro.Report, &props[len(props)-1]) {
+			idx = append(idx, e.idx)
+		} else {
+			props = props[:len(props)-1]
 		}
 		return nil
 	})
@@ -149,8 +154,7 @@ func ReadPropertyList(d Tokens, loc *time.Location, full bool, maxRecords int, r
 func ReadProperty(d Tokens, loc *time.Location, ro ReadOptions) (upstream.Property, error) {
 	var p upstream.Property
 	err := decodeAnswer(d, "property", "property", true, page{limit: 1}, ro.Keep, func(e *node) error {
-		var ok bool
-		if p, ok = parseProperty(e, loc, true, ro.Report); !ok {
+		if !parseProperty(e, loc, true, ro.Report, &p) {
 			return fmt.Errorf("%w: property id %q", ErrMalformed, attr(e, "id"))
 		}
 		return nil
@@ -166,8 +170,11 @@ func ReadAgentList(d Tokens, full bool, maxRecords int, ro ReadOptions) ([]upstr
 	)
 	pg, paged := ro.page(maxRecords)
 	err := decodeAnswer(d, "agents", "agent", false, pg, ro.Keep, func(e *node) error {
-		if a, ok := parseAgent(e, full, ro.Report); ok {
-			agents, idx = append(agents, a), append(idx, e.idx)
+		agents = append(agents, upstream.Agent{}) // in place, as properties
+		if parseAgent(e, full, ro.Report, &agents[len(agents)-1]) {
+			idx = append(idx, e.idx)
+		} else {
+			agents = agents[:len(agents)-1]
 		}
 		return nil
 	})
@@ -184,8 +191,7 @@ func ReadAgentList(d Tokens, full bool, maxRecords int, ro ReadOptions) ([]upstr
 func ReadAgent(d Tokens, ro ReadOptions) (upstream.Agent, error) {
 	var a upstream.Agent
 	err := decodeAnswer(d, "agent", "agent", true, page{limit: 1}, ro.Keep, func(e *node) error {
-		var ok bool
-		if a, ok = parseAgent(e, true, ro.Report); !ok {
+		if !parseAgent(e, true, ro.Report, &a) {
 			return fmt.Errorf("%w: agent id %q", ErrMalformed, attr(e, "id"))
 		}
 		return nil
@@ -216,38 +222,19 @@ func answerError(root *node, single bool) error {
 	return fmt.Errorf("%w: %s", ErrAnswerError, text(root))
 }
 
-// parseProperty reads one property; ok is false when its id cannot be
-// read (the record is then dropped: nothing else identifies it).
-func parseProperty(e *node, loc *time.Location, full bool, report func(Problem)) (p upstream.Property, ok bool) {
-	f := fields{record: "property " + strconv.Quote(attr(e, "id")), report: report}
-	id, ok := f.id("id", attr(e, "id"))
+// parseProperty reads one property: its scalar fields as the listing
+// schema says (readFields), then the hand-written parts, into *p (which
+// it overwrites). It reports false when the id cannot be read (the record
+// is then dropped: nothing else identifies it).
+func parseProperty(e *node, loc *time.Location, full bool, report func(Problem), p *upstream.Property) bool {
+	idName := sch.property.id.Name
+	f := fields{record: "property " + strconv.Quote(attr(e, idName)), report: report}
+	id, ok := f.id(idName, attr(e, idName))
 	if !ok {
-		return upstream.Property{}, false
+		return false
 	}
-	p = upstream.Property{
-		Legacy:       e.legacy(),
-		ID:           id,
-		AgencyID:     childText(e, "agency_id"),
-		LastUpdated:  f.lastUpdated(attr(e, "last_updated")),
-		Approved:     f.date("approved", childText(e, "approved")),
-		Status:       childText(e, "status"),
-		Latitude:     f.optFloat("latitude", childText(e, "latitude")),
-		Longitude:    f.optFloat("longitude", childText(e, "longitude")),
-		PriceText:    childText(e, "price"),
-		PriceFrom:    f.optFloat("price_from", childText(e, "price_from")),
-		PriceTo:      f.optFloat("price_to", childText(e, "price_to")),
-		Category:     childText(e, "category"),
-		PropertyType: childText(e, "property_type"),
-		Suburb:       childText(e, "suburb"),
-		Area:         childText(e, "area"),
-		Region:       childText(e, "region"),
-		Bedrooms:     f.optInt("bedrooms", childText(e, "bedrooms")),
-		Bathrooms:    f.optInt("bathrooms", childText(e, "bathrooms")),
-		FloorSize:    f.optFloat("floor_size", childText(e, "floor_size")),
-		LotSize:      f.optFloat("lot_size", childText(e, "lot_size")),
-		BuiltIn:      childText(e, "built_in"),
-		Description:  childText(e, "description"),
-	}
+	*p = upstream.Property{Legacy: e.legacy(), ID: id}
+	readFields(&f, e, &sch.property, p)
 	if a := e.child("address"); a != nil {
 		p.StreetNumber, p.StreetName = splitAddress(text(a))
 		p.AddressDisplay = parseFlag(attr(a, "display"))
@@ -273,29 +260,19 @@ func parseProperty(e *node, loc *time.Location, full bool, report func(Problem))
 		}
 		slices.SortStableFunc(p.OpenHomes, func(a, b upstream.OpenHome) int { return a.Start.Compare(b.Start) })
 	}
-	return p, true
+	return true
 }
 
 // parseAgent reads one agent, as parseProperty.
-func parseAgent(e *node, full bool, report func(Problem)) (a upstream.Agent, ok bool) {
-	f := fields{record: "agent " + strconv.Quote(attr(e, "id")), report: report}
-	id, ok := f.id("id", attr(e, "id"))
+func parseAgent(e *node, full bool, report func(Problem), a *upstream.Agent) bool {
+	idName := sch.agent.id.Name
+	f := fields{record: "agent " + strconv.Quote(attr(e, idName)), report: report}
+	id, ok := f.id(idName, attr(e, idName))
 	if !ok {
-		return upstream.Agent{}, false
+		return false
 	}
-	a = upstream.Agent{
-		Legacy:          e.legacy(),
-		ID:              id,
-		Name:            childText(e, "name"),
-		Username:        childText(e, "username"),
-		Phone:           childText(e, "phone"),
-		AfterHoursPhone: childText(e, "after_hours_phone"),
-		MobilePhone:     childText(e, "mobile_phone"),
-		Email:           childText(e, "email"),
-		Description:     childText(e, "description"),
-		PhotoURL:        childText(e, "photo"),
-		WebsiteURL:      childText(e, "website_url"),
-	}
+	*a = upstream.Agent{Legacy: e.legacy(), ID: id}
+	readFields(&f, e, &sch.agent, a)
 	if ps := e.child("properties"); ps != nil {
 		for _, pe := range ps.children("property") {
 			id, ok := f.id("property id", attr(pe, "id"))
@@ -311,7 +288,7 @@ func parseAgent(e *node, full bool, report func(Problem)) (a upstream.Agent, ok 
 		}
 		a.PropertyCount = f.count(ps, len(a.Properties), full)
 	}
-	return a, true
+	return true
 }
 
 // text returns e's own character data (text, entities and CDATA sections,
@@ -440,7 +417,12 @@ func (f *fields) media(e *node, item string, full bool) (int, []upstream.Media) 
 	return f.count(e, len(ms), full), ms
 }
 
-func (f *fields) lastUpdated(s string) time.Time {
+// lastUpdated reads the last update of an agent's property.
+func (f *fields) lastUpdated(s string) time.Time { return f.instant("last_updated", s) }
+
+// instant reads an instant written in the form of last_updated (or one
+// of its variations seen in the wild); empty is the zero time.
+func (f *fields) instant(name, s string) time.Time {
 	if s == "" {
 		return time.Time{}
 	}
@@ -449,7 +431,7 @@ func (f *fields) lastUpdated(s string) time.Time {
 			return t
 		}
 	}
-	f.fail("last_updated", s, "want the form "+lastUpdatedLayout)
+	f.fail(name, s, "want the form "+lastUpdatedLayout)
 	return time.Time{}
 }
 

@@ -4,6 +4,8 @@
 // to a caller's buffer; readers (read.go, node.go) turn a legacy endpoint's
 // XML documents back into the upstream model, so what we write and what we
 // accept are defined, and tested (render → read → render), in one place.
+// Both follow the listing schema (upstream.PropertyFields and AgentFields,
+// compiled in schema.go): no code here names a scalar field of a record.
 //
 // Writers work directly with append and strconv, never through
 // encoding/xml, encoding/json, reflection or fmt, so that a caller who

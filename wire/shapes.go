@@ -26,10 +26,17 @@ type shape struct {
 type shapeSet map[string]*shape
 
 // shapes are the shape sets of the three levels the writers know.
-var shapes = struct{ short, full, prices shapeSet }{
-	short:  shapesAt(level{}),
-	full:   shapesAt(level{full: true}),
-	prices: shapesAt(level{full: true, prices: true}),
+var shapes = newShapes()
+
+// shapeLevels are the shape sets of the three levels.
+type shapeLevels struct{ short, full, prices shapeSet }
+
+func newShapes() shapeLevels {
+	return shapeLevels{
+		short:  shapesAt(level{}),
+		full:   shapesAt(level{full: true}),
+		prices: shapesAt(level{full: true, prices: true}),
+	}
 }
 
 // shapesOf returns the shapes of lv's level.

@@ -57,30 +57,6 @@ func xmlString(dst []byte, depth int, name, s string) []byte {
 	return xmlEnd(dst, name)
 }
 
-func xmlFloat(dst []byte, depth int, name string, v float64) []byte {
-	dst = xmlStart(dst, depth, name)
-	dst = append(dst, '>')
-	dst = appendFloat(dst, v)
-	return xmlEnd(dst, name)
-}
-
-func xmlFloatPtr(dst []byte, depth int, name string, v *float64) []byte {
-	if v == nil {
-		return xmlEmpty(dst, depth, name)
-	}
-	return xmlFloat(dst, depth, name, *v)
-}
-
-func xmlIntPtr(dst []byte, depth int, name string, v *int) []byte {
-	if v == nil {
-		return xmlEmpty(dst, depth, name)
-	}
-	dst = xmlStart(dst, depth, name)
-	dst = append(dst, '>')
-	dst = strconv.AppendInt(dst, int64(*v), 10)
-	return xmlEnd(dst, name)
-}
-
 // xmlTime appends an element holding t in loc with layout, empty for the
 // zero time. The layouts yield ASCII letters, digits, spaces and "-:+" only,
 // so there is nothing to escape.
@@ -91,17 +67,6 @@ func xmlTime(dst []byte, depth int, name string, t time.Time, loc *time.Location
 	dst = xmlStart(dst, depth, name)
 	dst = append(dst, '>')
 	dst = appendTime(dst, t, loc, layout)
-	return xmlEnd(dst, name)
-}
-
-// xmlDate appends an element holding the date of t, empty for the zero time.
-func xmlDate(dst []byte, depth int, name string, t time.Time) []byte {
-	if t.IsZero() {
-		return xmlEmpty(dst, depth, name)
-	}
-	dst = xmlStart(dst, depth, name)
-	dst = append(dst, '>')
-	dst = appendDate(dst, t)
 	return xmlEnd(dst, name)
 }
 
@@ -147,89 +112,94 @@ func xmlPropertyList(dst []byte, ps []upstream.Property, lv level) []byte {
 	return xmlEndBlock(dst, 0, "properties")
 }
 
+// xmlProperty appends a property element as the listing schema lays it
+// out (upstream.PropertyFields): its scalar fields from the table, its
+// hand-written parts (KindHand rows) here, in the table's order.
 func xmlProperty(dst []byte, depth int, p *upstream.Property, lv level) []byte {
+	rec := &sch.property
+	dst = xmlAttrs(xmlStart(dst, depth, rec.name), rec, p, &lv)
+	dst = append(dst, ">\n"...)
 	d := depth + 1
-	dst = xmlStart(dst, depth, "property")
-	dst = xmlAttrInt(dst, "id", p.ID)
-	dst = append(dst, ` last_updated="`...)
-	dst = appendTime(dst, p.LastUpdated, lv.loc, lastUpdatedLayout)
-	dst = append(dst, "\">\n"...)
+	elems := rec.elems[lv.rank()]
+	for i := range elems {
+		c := &elems[i]
+		if c.kind != upstream.KindHand {
+			dst = c.appendXMLElement(xmlIndent(dst, d), p, &lv)
+			continue
+		}
+		switch c.part {
+		case partAddress:
+			dst = xmlAddress(dst, d, p)
+		case partPhotos:
+			dst = xmlMedia(dst, d, "photos", "photo", p.PhotoCount, p.Photos, true, lv.full)
+		case partVirtualTours:
+			dst = xmlMedia(dst, d, "virtualtours", "virtualtour", p.VirtualTourCount, p.VirtualTours, false, lv.full)
+		case partFloorplans:
+			dst = xmlMedia(dst, d, "floorplans", "floorplan", p.FloorplanCount, p.Floorplans, false, lv.full)
+		case partPropertyAgents:
+			dst = xmlPropertyAgents(dst, d, p)
+		case partOpenHomes:
+			dst = xmlOpenHomes(dst, d, p, &lv)
+		}
+	}
+	return xmlEndBlock(dst, depth, rec.name)
+}
 
-	dst = xmlString(dst, d, "agency_id", p.AgencyID)
-	dst = xmlDate(dst, d, "approved", p.Approved)
-
+// xmlAddress appends a property's address: its display flag, and its
+// street number and name as text.
+func xmlAddress(dst []byte, d int, p *upstream.Property) []byte {
 	dst = xmlStart(dst, d, "address")
 	dst = append(dst, ` display="`...)
 	dst = appendBool(dst, p.AddressDisplay)
 	dst = append(dst, '"')
 	if p.StreetNumber == "" && p.StreetName == "" {
-		dst = append(dst, "/>\n"...)
-	} else {
-		dst = append(dst, '>')
-		dst = appendXMLText(dst, p.StreetNumber)
-		if p.StreetNumber != "" && p.StreetName != "" {
-			dst = append(dst, ' ')
-		}
-		dst = appendXMLText(dst, p.StreetName)
-		dst = xmlEnd(dst, "address")
+		return append(dst, "/>\n"...)
 	}
-
-	dst = xmlString(dst, d, "status", p.Status)
-	dst = xmlFloatPtr(dst, d, "latitude", p.Latitude)
-	dst = xmlFloatPtr(dst, d, "longitude", p.Longitude)
-	if lv.full {
-		dst = xmlString(dst, d, "price", p.PriceText)
-		if lv.prices {
-			dst = xmlFloatPtr(dst, d, "price_from", p.PriceFrom)
-			dst = xmlFloatPtr(dst, d, "price_to", p.PriceTo)
-		}
-		dst = xmlString(dst, d, "category", p.Category)
-		dst = xmlString(dst, d, "property_type", p.PropertyType)
-		dst = xmlString(dst, d, "suburb", p.Suburb)
-		dst = xmlString(dst, d, "area", p.Area)
-		dst = xmlString(dst, d, "region", p.Region)
-		dst = xmlIntPtr(dst, d, "bedrooms", p.Bedrooms)
-		dst = xmlIntPtr(dst, d, "bathrooms", p.Bathrooms)
-		dst = xmlFloatPtr(dst, d, "floor_size", p.FloorSize)
-		dst = xmlFloatPtr(dst, d, "lot_size", p.LotSize)
-		dst = xmlString(dst, d, "built_in", p.BuiltIn)
-		dst = xmlString(dst, d, "description", p.Description)
+	dst = append(dst, '>')
+	dst = appendXMLText(dst, p.StreetNumber)
+	if p.StreetNumber != "" && p.StreetName != "" {
+		dst = append(dst, ' ')
 	}
+	dst = appendXMLText(dst, p.StreetName)
+	return xmlEnd(dst, "address")
+}
 
-	dst = xmlMedia(dst, d, "photos", "photo", p.PhotoCount, p.Photos, true, lv.full)
-	dst = xmlMedia(dst, d, "virtualtours", "virtualtour", p.VirtualTourCount, p.VirtualTours, false, lv.full)
-	dst = xmlMedia(dst, d, "floorplans", "floorplan", p.FloorplanCount, p.Floorplans, false, lv.full)
-
+// xmlPropertyAgents appends a property's agents: their count, and each
+// agent's id and name.
+func xmlPropertyAgents(dst []byte, d int, p *upstream.Property) []byte {
 	dst, open := xmlCountOpen(dst, d, "agents", len(p.Agents), len(p.Agents) > 0)
-	if open {
-		for _, a := range p.Agents {
-			dst = xmlStart(dst, d+1, "agent")
-			dst = xmlAttrInt(dst, "id", a.ID)
-			if a.Name == "" {
-				dst = append(dst, "/>\n"...)
-				continue
-			}
-			dst = append(dst, '>')
-			dst = appendXMLText(dst, a.Name)
-			dst = xmlEnd(dst, "agent")
-		}
-		dst = xmlEndBlock(dst, d, "agents")
+	if !open {
+		return dst
 	}
+	for _, a := range p.Agents {
+		dst = xmlStart(dst, d+1, "agent")
+		dst = xmlAttrInt(dst, "id", a.ID)
+		if a.Name == "" {
+			dst = append(dst, "/>\n"...)
+			continue
+		}
+		dst = append(dst, '>')
+		dst = appendXMLText(dst, a.Name)
+		dst = xmlEnd(dst, "agent")
+	}
+	return xmlEndBlock(dst, d, "agents")
+}
 
-	if lv.full {
-		dst, open = xmlCountOpen(dst, d, "openhomes", len(p.OpenHomes), len(p.OpenHomes) > 0)
-		if open {
-			for _, oh := range p.OpenHomes {
-				dst = xmlStart(dst, d+1, "openhome")
-				dst = append(dst, ">\n"...)
-				dst = xmlTime(dst, d+2, "start", oh.Start, lv.loc, openHomeLayout)
-				dst = xmlTime(dst, d+2, "end", oh.End, lv.loc, openHomeLayout)
-				dst = xmlEndBlock(dst, d+1, "openhome")
-			}
-			dst = xmlEndBlock(dst, d, "openhomes")
-		}
+// xmlOpenHomes appends a property's open homes: their count, and each
+// one's start and end.
+func xmlOpenHomes(dst []byte, d int, p *upstream.Property, lv *level) []byte {
+	dst, open := xmlCountOpen(dst, d, "openhomes", len(p.OpenHomes), len(p.OpenHomes) > 0)
+	if !open {
+		return dst
 	}
-	return xmlEndBlock(dst, depth, "property")
+	for _, oh := range p.OpenHomes {
+		dst = xmlStart(dst, d+1, "openhome")
+		dst = append(dst, ">\n"...)
+		dst = xmlTime(dst, d+2, "start", oh.Start, lv.loc, openHomeLayout)
+		dst = xmlTime(dst, d+2, "end", oh.End, lv.loc, openHomeLayout)
+		dst = xmlEndBlock(dst, d+1, "openhome")
+	}
+	return xmlEndBlock(dst, d, "openhomes")
 }
 
 // xmlMedia appends a media container: its count always, its items with full
@@ -271,40 +241,44 @@ func xmlAgentList(dst []byte, as []upstream.Agent, lv level) []byte {
 	return xmlEndBlock(dst, 0, "agents")
 }
 
+// xmlAgent appends an agent element as the listing schema lays it out
+// (upstream.AgentFields).
 func xmlAgent(dst []byte, depth int, a *upstream.Agent, lv level) []byte {
-	d := depth + 1
-	dst = xmlStart(dst, depth, "agent")
-	dst = xmlAttrInt(dst, "id", a.ID)
+	rec := &sch.agent
+	dst = xmlAttrs(xmlStart(dst, depth, rec.name), rec, a, &lv)
 	dst = append(dst, ">\n"...)
-
-	dst = xmlString(dst, d, "name", a.Name)
-	if lv.full {
-		dst = xmlString(dst, d, "username", a.Username)
-		dst = xmlString(dst, d, "phone", a.Phone)
-		dst = xmlString(dst, d, "after_hours_phone", a.AfterHoursPhone)
-		dst = xmlString(dst, d, "mobile_phone", a.MobilePhone)
-		dst = xmlString(dst, d, "email", a.Email)
-		dst = xmlString(dst, d, "description", a.Description)
-		dst = xmlString(dst, d, "photo", a.PhotoURL)
-		dst = xmlString(dst, d, "website_url", a.WebsiteURL)
-	}
-
-	dst, open := xmlCountOpen(dst, d, "properties", a.PropertyCount, lv.full && len(a.Properties) > 0)
-	if open {
-		for i := range a.Properties {
-			pr := &a.Properties[i]
-			dst = xmlStart(dst, d+1, "property")
-			dst = xmlAttrInt(dst, "id", pr.ID)
-			dst = append(dst, ` last_updated="`...)
-			dst = appendTime(dst, pr.LastUpdated, lv.loc, lastUpdatedLayout)
-			dst = append(dst, "\">\n"...)
-			dst = xmlString(dst, d+2, "address", pr.Address)
-			dst = xmlString(dst, d+2, "agency_id", pr.AgencyID)
-			dst = xmlEndBlock(dst, d+1, "property")
+	d := depth + 1
+	elems := rec.elems[lv.rank()]
+	for i := range elems {
+		switch c := &elems[i]; {
+		case c.kind != upstream.KindHand:
+			dst = c.appendXMLElement(xmlIndent(dst, d), a, &lv)
+		case c.part == partAgentProperties:
+			dst = xmlAgentProperties(dst, d, a, &lv)
 		}
-		dst = xmlEndBlock(dst, d, "properties")
 	}
-	return xmlEndBlock(dst, depth, "agent")
+	return xmlEndBlock(dst, depth, rec.name)
+}
+
+// xmlAgentProperties appends an agent's current properties: their count,
+// and with full detail each one's id, last update, address and agency id.
+func xmlAgentProperties(dst []byte, d int, a *upstream.Agent, lv *level) []byte {
+	dst, open := xmlCountOpen(dst, d, "properties", a.PropertyCount, lv.full && len(a.Properties) > 0)
+	if !open {
+		return dst
+	}
+	for i := range a.Properties {
+		pr := &a.Properties[i]
+		dst = xmlStart(dst, d+1, "property")
+		dst = xmlAttrInt(dst, "id", pr.ID)
+		dst = append(dst, ` last_updated="`...)
+		dst = appendTime(dst, pr.LastUpdated, lv.loc, lastUpdatedLayout)
+		dst = append(dst, "\">\n"...)
+		dst = xmlString(dst, d+2, "address", pr.Address)
+		dst = xmlString(dst, d+2, "agency_id", pr.AgencyID)
+		dst = xmlEndBlock(dst, d+1, "property")
+	}
+	return xmlEndBlock(dst, d, "properties")
 }
 
 func xmlErrors(dst []byte, errs normalize.Errors) []byte {
