@@ -10,9 +10,6 @@ import (
 	"listingproxy/upstream"
 )
 
-const agentColumns = "a.id, a.name, a.username, a.phone, a.after_hours_phone, a.mobile_phone, " +
-	"a.email, a.description, a.photo_url, a.website_url"
-
 // currentStatuses are the statuses of an agent's current properties
 // (docs/api.md, "Decisions beyond the spec").
 var currentStatuses = []string{"CURRENT", "CONTRACT"}
@@ -53,11 +50,10 @@ func (s *Store) agents(ctx context.Context, sc upstream.Scope, r agentRequest) (
 		return nil, err
 	}
 	page := []upstream.Agent{}
+	rs := newRowScanner(agentScan)
 	err = s.each(ctx, "list_agents", q, func(rows *sql.Rows) error {
-		var a upstream.Agent
-		if err := rows.Scan(&a.ID, textOrEmpty{&a.Name}, textOrEmpty{&a.Username}, textOrEmpty{&a.Phone},
-			textOrEmpty{&a.AfterHoursPhone}, textOrEmpty{&a.MobilePhone}, textOrEmpty{&a.Email}, textOrEmpty{&a.Description},
-			textOrEmpty{&a.PhotoURL}, textOrEmpty{&a.WebsiteURL}); err != nil {
+		a, err := rs.scan(rows)
+		if err != nil {
 			return err
 		}
 		page = append(page, a)

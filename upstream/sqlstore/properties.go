@@ -18,12 +18,6 @@ import (
 	"listingproxy/upstream"
 )
 
-// propertyColumns are the columns scanned by propertyScanner, in order.
-const propertyColumns = "p.id, p.agency_id, p.last_updated, p.approved, p.street_number, p.street_name, " +
-	"p.address_display, p.status, p.latitude, p.longitude, p.price_text, p.price_from, p.price_to, " +
-	"p.price_type, p.category, p.property_type, p.suburb, p.area, p.region, p.bedrooms, p.bathrooms, " +
-	"p.floor_size, p.lot_size, p.built_in, p.description, p.featured"
-
 // propertyRequest is what a property list or get asks of the database.
 type propertyRequest = request[normalize.PropertyFilter]
 
@@ -869,7 +863,7 @@ func (s *Store) queryProperties(ctx context.Context, name string, q *query, most
 	}
 	var err error
 	if _, pg := s.d.(postgresDialect); pg {
-		var sc pgxPropertyScanner
+		sc := newPgxRowScanner(propertyScan)
 		err = s.eachPgx(ctx, name, q, func(rows pgx.Rows) error {
 			p, err := sc.scan(rows)
 			if err != nil {
@@ -879,7 +873,7 @@ func (s *Store) queryProperties(ctx context.Context, name string, q *query, most
 			return nil
 		})
 	} else {
-		var sc propertyScanner
+		sc := newRowScanner(propertyScan)
 		err = s.each(ctx, name, q, func(rows *sql.Rows) error {
 			p, err := sc.scan(rows)
 			if err != nil {
@@ -893,119 +887,6 @@ func (s *Store) queryProperties(ctx context.Context, name string, q *query, most
 		return nil, err
 	}
 	return nonNil(ps), nil
-}
-
-// propertyScanner scans rows of propertyColumns into the same variables
-// every row: a variable whose address is passed to Scan lives on the heap,
-// so variables declared per row cost an allocation each (a dozen a row).
-type propertyScanner struct {
-	p                                      upstream.Property
-	lastUpdated, approved                  nullTime
-	latitude, longitude                    sql.NullFloat64
-	priceFrom, priceTo, floorSize, lotSize sql.NullFloat64
-	bedrooms, bathrooms                    sql.NullInt64
-	dest                                   []any
-}
-
-// propertyNumbers holds the optional numbers of one property, which it
-// points into: one allocation instead of one per number.
-type propertyNumbers struct {
-	priceFrom, priceTo, floorSize, lotSize float64
-	bedrooms, bathrooms                    int
-}
-
-func (sc *propertyScanner) scan(rows *sql.Rows) (upstream.Property, error) {
-	p := &sc.p
-	if sc.dest == nil {
-		sc.dest = []any{int64Of{&p.ID}, textOrEmpty{&p.AgencyID}, &sc.lastUpdated, &sc.approved, textOrEmpty{&p.StreetNumber}, textOrEmpty{&p.StreetName},
-			flagOrFalse{&p.AddressDisplay}, textOrEmpty{&p.Status}, nullFloat64Of{&sc.latitude}, nullFloat64Of{&sc.longitude}, textOrEmpty{&p.PriceText},
-			nullFloat64Of{&sc.priceFrom}, nullFloat64Of{&sc.priceTo},
-			textOrEmpty{&p.PriceType}, textOrEmpty{&p.Category}, textOrEmpty{&p.PropertyType}, textOrEmpty{&p.Suburb}, textOrEmpty{&p.Area},
-			textOrEmpty{&p.Region}, nullInt64Of{&sc.bedrooms}, nullInt64Of{&sc.bathrooms}, nullFloat64Of{&sc.floorSize}, nullFloat64Of{&sc.lotSize},
-			textOrEmpty{&p.BuiltIn}, textOrEmpty{&p.Description}, flagOrFalse{&p.Featured}}
-	}
-	*p = upstream.Property{}
-	if err := rows.Scan(sc.dest...); err != nil {
-		return upstream.Property{}, err
-	}
-	p.LastUpdated, p.Approved = sc.lastUpdated.t, sc.approved.t
-	setCoordinates(p, sc.latitude, sc.longitude)
-	setNumbers(p, sc.priceFrom, sc.priceTo, sc.floorSize, sc.lotSize, sc.bedrooms, sc.bathrooms)
-	return *p, nil
-}
-
-// setNumbers sets p's optional numbers, pointing into one allocation (nil
-// where NULL).
-func setNumbers(p *upstream.Property, priceFrom, priceTo, floorSize, lotSize sql.NullFloat64, bedrooms, bathrooms sql.NullInt64) {
-	if !priceFrom.Valid && !priceTo.Valid && !floorSize.Valid && !lotSize.Valid && !bedrooms.Valid && !bathrooms.Valid {
-		return
-	}
-	n := &propertyNumbers{priceFrom.Float64, priceTo.Float64, floorSize.Float64, lotSize.Float64,
-		int(bedrooms.Int64), int(bathrooms.Int64)}
-	p.PriceFrom = validPtr(priceFrom.Valid, &n.priceFrom)
-	p.PriceTo = validPtr(priceTo.Valid, &n.priceTo)
-	p.FloorSize = validPtr(floorSize.Valid, &n.floorSize)
-	p.LotSize = validPtr(lotSize.Valid, &n.lotSize)
-	p.Bedrooms = validPtr(bedrooms.Valid, &n.bedrooms)
-	p.Bathrooms = validPtr(bathrooms.Valid, &n.bathrooms)
-}
-
-// pgxPropertyScanner is propertyScanner for pgx's own interface (see
-// eachPgx): values decoded straight into reused pgtype fields, NULL text
-// and flags read as empty and false, timestamps through nullTime (a
-// sql.Scanner) as on database/sql.
-type pgxPropertyScanner struct {
-	id                                                                         int64
-	agencyID, streetNumber, streetName, status, priceText, priceType, category pgtype.Text
-	propertyType, suburb, area, region, builtIn, description                   pgtype.Text
-	lastUpdated, approved                                                      nullTime
-	addressDisplay, featured                                                   pgtype.Bool
-	latitude, longitude, priceFrom, priceTo, floorSize, lotSize                pgtype.Float8
-	bedrooms, bathrooms                                                        pgtype.Int8
-	dest                                                                       []any
-}
-
-func (sc *pgxPropertyScanner) scan(rows pgx.Rows) (upstream.Property, error) {
-	if sc.dest == nil {
-		sc.dest = []any{&sc.id, &sc.agencyID, &sc.lastUpdated, &sc.approved, &sc.streetNumber, &sc.streetName,
-			&sc.addressDisplay, &sc.status, &sc.latitude, &sc.longitude, &sc.priceText, &sc.priceFrom, &sc.priceTo,
-			&sc.priceType, &sc.category, &sc.propertyType, &sc.suburb, &sc.area,
-			&sc.region, &sc.bedrooms, &sc.bathrooms, &sc.floorSize, &sc.lotSize, &sc.builtIn, &sc.description,
-			&sc.featured}
-	}
-	if err := rows.Scan(sc.dest...); err != nil {
-		return upstream.Property{}, err
-	}
-	p := upstream.Property{
-		ID: sc.id, AgencyID: sc.agencyID.String, LastUpdated: sc.lastUpdated.t, Approved: sc.approved.t,
-		StreetNumber: sc.streetNumber.String, StreetName: sc.streetName.String, AddressDisplay: sc.addressDisplay.Bool,
-		Status: sc.status.String, PriceText: sc.priceText.String, PriceType: sc.priceType.String,
-		Category: sc.category.String, PropertyType: sc.propertyType.String, Suburb: sc.suburb.String,
-		Area: sc.area.String, Region: sc.region.String, BuiltIn: sc.builtIn.String, Description: sc.description.String,
-		Featured: sc.featured.Bool,
-	}
-	f := func(v pgtype.Float8) sql.NullFloat64 { return sql.NullFloat64{Float64: v.Float64, Valid: v.Valid} }
-	setCoordinates(&p, f(sc.latitude), f(sc.longitude))
-	i := func(v pgtype.Int8) sql.NullInt64 { return sql.NullInt64{Int64: v.Int64, Valid: v.Valid} }
-	setNumbers(&p, f(sc.priceFrom), f(sc.priceTo), f(sc.floorSize), f(sc.lotSize), i(sc.bedrooms), i(sc.bathrooms))
-	return p, nil
-}
-
-// setCoordinates sets p's latitude and longitude (nil where NULL), both in
-// one allocation.
-func setCoordinates(p *upstream.Property, latitude, longitude sql.NullFloat64) {
-	if latitude.Valid || longitude.Valid {
-		ll := &[2]float64{latitude.Float64, longitude.Float64}
-		p.Latitude, p.Longitude = validPtr(latitude.Valid, &ll[0]), validPtr(longitude.Valid, &ll[1])
-	}
-}
-
-// validPtr is p when valid, nil otherwise.
-func validPtr[T any](valid bool, p *T) *T {
-	if !valid {
-		return nil
-	}
-	return p
 }
 
 // decorateProperties loads the agents, media (items in full detail, counts
@@ -1125,7 +1006,7 @@ type openHomeRow struct {
 }
 
 // childRow is a row of load_children, scanned into the same variables
-// every row (see propertyScanner).
+// every row (see rowScanner).
 type childRow struct {
 	table, pid       int64
 	n1, n2           sql.NullInt64
