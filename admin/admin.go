@@ -1,4 +1,5 @@
-// Package admin owns the admin listener's HTTP API: GET /healthz (the
+// Package admin owns the admin listener's HTTP API: GET / (the list of
+// endpoints, text/plain or HTML by Accept), GET /healthz (the
 // process answers), GET /readyz (it can serve: not draining), GET /metrics,
 // and behind the operator's credentials GET /backends (each backend's
 // readiness, a ping and its breakers), /debug/pprof, POST /cache/purge,
@@ -123,6 +124,9 @@ type BreakerStates interface {
 func New(o Options) http.Handler {
 	mux := http.NewServeMux()
 	auth := newOperatorAuth(o.Username, o.PasswordBcrypt).require
+	// The list of endpoints, without credentials: it shows no data, and
+	// the routes are documented.
+	mux.Handle("GET /{$}", indexHandler(o.endpoints()))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})

@@ -1,10 +1,14 @@
 // Package statuspage owns the operator's page of the admin listener, in the
 // manner of HAProxy's stats page: per tenant and backend, the live request
-// rate, hit ratio, stale serves and 5xx answers, each breaker's state and
-// last error, the cache's bytes and entries, and the recent purges and
-// reloads. It is one HTML page (html/template, inline CSS and a little
-// vanilla JavaScript, no build step) that polls a JSON snapshot of the same
-// data.
+// rate, latency (p50, p99), hit ratio, stale serves, 4xx (401, 429),
+// criteria errors and 5xx answers, each breaker's state and last error,
+// every cache tier (memory, the shared tier, the disk tier) with its
+// state, the change feeds, and the recent purges and reloads. It is one
+// HTML page (html/template, inline CSS and a little vanilla JavaScript, no
+// build step) rendered with its data on the server, so that curl and text
+// browsers see it (without JavaScript it refreshes itself); where
+// JavaScript runs, it polls a JSON snapshot of the same data and redraws
+// the tables in place.
 //
 // It reads its data through the small interfaces it declares below, which
 // telemetry.Metrics, telemetry.ErrorDigest, cache.Store and
@@ -19,8 +23,10 @@ import (
 	"encoding/json"
 	"html/template"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,6 +60,17 @@ type Breakers interface {
 	States() []breaker.Status
 }
 
+// Unauthenticated is the optional method of a Traffic that reports the
+// requests answered without a tenant (telemetry.Metrics).
+type Unauthenticated interface {
+	Unauthenticated() telemetry.TenantStats
+}
+
+// Feeds reports the change feeds (telemetry.Metrics).
+type Feeds interface {
+	Feeds() []telemetry.FeedStats
+}
+
 // Options are the page's sources; a nil source leaves its part out. Now
 // and Refresh have defaults.
 type Options struct {
@@ -62,6 +79,11 @@ type Options struct {
 	Events   Events
 	Cache    CacheStats
 	Breakers Breakers
+	Feeds    Feeds
+	// Shared and Disk report the second tiers (cache.shared, cache.disk);
+	// nil when the tier is off.
+	Shared func() SharedRow
+	Disk   func() DiskRow
 	// Build names the running binary in the page's header.
 	Build telemetry.Build
 	// Now is the clock. Default time.Now.
@@ -90,7 +112,58 @@ func New(o Options) *Page {
 //go:embed page.html
 var pageHTML string
 
-var pageTemplate = template.Must(template.New("status").Parse(pageHTML))
+var pageTemplate = template.Must(template.New("status").Funcs(template.FuncMap{
+	"pct": func(x float64) string { return strconv.FormatFloat(100*x, 'f', 1, 64) + "%" },
+	"ms":  func(x float64) string { return strconv.FormatFloat(1000*x, 'f', 2, 64) + " ms" },
+	"bytes": func(n int64) string {
+		units := []string{"B", "KiB", "MiB", "GiB"}
+		f, i := float64(n), 0
+		for f >= 1024 && i < len(units)-1 {
+			f /= 1024
+			i++
+		}
+		return strconv.FormatFloat(f, 'f', min(i, 1), 64) + " " + units[i]
+	},
+	"when": func(t any) string {
+		var at time.Time
+		switch t := t.(type) {
+		case time.Time:
+			at = t
+		case *time.Time:
+			if t == nil {
+				return ""
+			}
+			at = *t
+		}
+		if at.IsZero() {
+			return ""
+		}
+		return at.UTC().Format("2006-01-02 15:04:05Z")
+	},
+	"statecls": func(s string) string { return strings.ReplaceAll(s, " ", "-") },
+	"breakers": breakersText,
+}).Parse(pageHTML))
+
+// breakersText is a backend's breakers cell: the backend-wide breaker and
+// each tenant's that is not closed, with the failure that opened it (as
+// the page's script draws it).
+func breakersText(bs []BreakerRow) string {
+	var parts []string
+	for _, b := range bs {
+		if b.State == "closed" && b.Tenant != "" {
+			continue
+		}
+		s := cmp.Or(b.Tenant, "backend") + ": " + b.State
+		if b.RetryAfterSeconds > 0 {
+			s += " (retry in " + strconv.FormatFloat(math.Ceil(b.RetryAfterSeconds), 'f', 0, 64) + "s)"
+		}
+		if b.State != "closed" && b.LastError != "" {
+			s += " after: " + b.LastError
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
+}
 
 // ServeHTTP implements http.Handler.
 func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -104,10 +177,15 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The page's own script and style only; no framing.
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; frame-ancestors 'none'")
 	path := r.URL.Path
+	// The page carries the data: curl and text browsers see it, and so
+	// does a browser whose script cannot fetch. Without JavaScript it
+	// refreshes itself, at most every 10s.
 	_ = pageTemplate.Execute(w, map[string]any{
-		"Build":     p.o.Build,
-		"JSON":      path[strings.LastIndexByte(path, '/')+1:] + ".json",
-		"RefreshMS": p.o.Refresh.Milliseconds(),
+		"Build":           p.o.Build,
+		"S":               p.Snapshot(),
+		"JSON":            path[strings.LastIndexByte(path, '/')+1:] + ".json",
+		"RefreshMS":       p.o.Refresh.Milliseconds(),
+		"NoScriptRefresh": int(math.Ceil(max(p.o.Refresh, 10*time.Second).Seconds())),
 	})
 }
 
@@ -118,8 +196,14 @@ type Snapshot struct {
 	Build    telemetry.Build `json:"build"`
 	Tenants  []TenantRow     `json:"tenants"`
 	Backends []BackendRow    `json:"backends"`
-	Cache    *CacheRow       `json:"cache,omitempty"`
-	Events   []EventRow      `json:"events"`
+	// Unauthenticated counts the API requests answered without a tenant
+	// (401, throttled before authentication).
+	Unauthenticated *TenantRow `json:"unauthenticated,omitempty"`
+	Cache           *CacheRow  `json:"cache,omitempty"`
+	Shared          *SharedRow `json:"shared,omitempty"`
+	Disk            *DiskRow   `json:"disk,omitempty"`
+	Feeds           []FeedRow  `json:"feeds"`
+	Events          []EventRow `json:"events"`
 }
 
 // TenantRow is one tenant's traffic since start. The page derives the live
@@ -139,6 +223,52 @@ type TenantRow struct {
 	// before any lookup.
 	HitRatio     float64 `json:"hit_ratio"`
 	ServerErrors uint64  `json:"server_errors"`
+	// ClientErrors counts 4xx answers, among them Unauthorized (401) and
+	// TooMany (429); Invalid the answers with the spec's error list
+	// (criteria errors, answered with HTTP 200).
+	ClientErrors uint64 `json:"client_errors"`
+	Unauthorized uint64 `json:"unauthorized"`
+	TooMany      uint64 `json:"too_many"`
+	Invalid      uint64 `json:"invalid"`
+	// P50 and P99 are the median and 99th percentile of the time to
+	// answer since start, in seconds, estimated from the request-duration
+	// buckets; 0 before any request.
+	P50 float64 `json:"p50_seconds"`
+	P99 float64 `json:"p99_seconds"`
+}
+
+// SharedRow is the shared tier (cache.shared, Redis).
+type SharedRow struct {
+	// State: "synced", "syncing" (reads miss until every recorded purge
+	// is read), or "breaker open" (Redis unreachable: no reads or writes).
+	State         string  `json:"state"`
+	HitRatio      float64 `json:"hit_ratio"`
+	Errors        uint64  `json:"errors"`
+	PurgesPending int64   `json:"purges_pending"`
+}
+
+// DiskRow is the disk tier (cache.disk).
+type DiskRow struct {
+	// State: "ok", or "disabled" (a purge could not be recorded: it
+	// serves nothing more).
+	State    string  `json:"state"`
+	Entries  int64   `json:"entries"`
+	Bytes    int64   `json:"bytes"`
+	HitRatio float64 `json:"hit_ratio"`
+	Errors   uint64  `json:"errors"`
+}
+
+// FeedRow is a change feed.
+type FeedRow struct {
+	Backend string `json:"backend"`
+	Feed    string `json:"feed"`
+	// State: "up", "down", or "held elsewhere" (another replica of the
+	// fleet runs it).
+	State      string     `json:"state"`
+	Changes    uint64     `json:"changes"`
+	Gaps       uint64     `json:"gaps"`
+	LagSeconds float64    `json:"lag_seconds"`
+	LastEvent  *time.Time `json:"last_event,omitempty"`
 }
 
 // BackendRow is one backend: its breakers and its failures.
@@ -183,7 +313,7 @@ type EventRow struct {
 
 // Snapshot reads every source once.
 func (p *Page) Snapshot() Snapshot {
-	s := Snapshot{Time: p.o.Now(), Started: p.started, Build: p.o.Build, Tenants: []TenantRow{}, Backends: []BackendRow{}, Events: []EventRow{}}
+	s := Snapshot{Time: p.o.Now(), Started: p.started, Build: p.o.Build, Tenants: []TenantRow{}, Backends: []BackendRow{}, Feeds: []FeedRow{}, Events: []EventRow{}}
 	backends := map[string]*BackendRow{}
 	backend := func(name string) *BackendRow {
 		if backends[name] == nil {
@@ -193,11 +323,14 @@ func (p *Page) Snapshot() Snapshot {
 	}
 	if p.o.Traffic != nil {
 		for _, t := range p.o.Traffic.Tenants() {
-			row := TenantRow{Tenant: t.Tenant, Backend: t.Backend, Requests: t.Requests, Misses: t.Misses, ServerErrors: t.ServerErrors,
-				Hits: t.Hits + t.Stale + t.StaleIfError + t.Negative, Stale: t.Stale + t.StaleIfError}
-			row.HitRatio = ratio(row.Hits, row.Hits+t.Misses+t.Bypass)
-			s.Tenants = append(s.Tenants, row)
+			s.Tenants = append(s.Tenants, tenantRow(t))
 			backend(t.Backend)
+		}
+		if u, ok := p.o.Traffic.(Unauthenticated); ok {
+			if t := u.Unauthenticated(); t.Requests > 0 {
+				row := tenantRow(t)
+				s.Unauthenticated = &row
+			}
 		}
 	}
 	if p.o.Breakers != nil {
@@ -228,12 +361,57 @@ func (p *Page) Snapshot() Snapshot {
 		s.Cache = &CacheRow{Bytes: st.Bytes, MaxBytes: st.MaxBytes, Entries: st.Entries + st.OverlayEntries,
 			Evictions: st.Evictions, Purges: st.SoftPurges + st.HardPurges, HitRatio: ratio(hits, hits+st.Misses+st.Bypass)}
 	}
+	if p.o.Shared != nil {
+		row := p.o.Shared()
+		s.Shared = &row
+	}
+	if p.o.Disk != nil {
+		row := p.o.Disk()
+		s.Disk = &row
+	}
+	if p.o.Feeds != nil {
+		for _, f := range p.o.Feeds.Feeds() {
+			row := FeedRow{Backend: f.Backend, Feed: f.Feed, State: "down", Changes: f.Changes, Gaps: f.Gaps, LagSeconds: f.Lag.Seconds()}
+			switch {
+			case !f.Held:
+				row.State = "held elsewhere"
+			case f.Up:
+				row.State = "up"
+			}
+			if !f.LastEvent.IsZero() {
+				at := f.LastEvent
+				row.LastEvent = &at
+			}
+			s.Feeds = append(s.Feeds, row)
+		}
+	}
 	if p.o.Events != nil {
 		for _, e := range p.o.Events.RecentEvents() {
 			s.Events = append(s.Events, EventRow{Time: e.Time, Kind: e.Kind, Detail: e.Detail, Error: e.Err})
 		}
 	}
 	return s
+}
+
+func tenantRow(t telemetry.TenantStats) TenantRow {
+	row := TenantRow{Tenant: t.Tenant, Backend: t.Backend, Requests: t.Requests, Misses: t.Misses, ServerErrors: t.ServerErrors,
+		Hits: t.Hits + t.Stale + t.StaleIfError + t.Negative, Stale: t.Stale + t.StaleIfError,
+		ClientErrors: t.ClientErrors, Unauthorized: t.Unauthorized, TooMany: t.TooMany, Invalid: t.Invalid,
+		P50: t.Latency.Quantile(0.5), P99: t.Latency.Quantile(0.99)}
+	row.HitRatio = ratio(row.Hits, row.Hits+t.Misses+t.Bypass)
+	return row
+}
+
+// SharedState is the shared tier's state as the page shows it: synced,
+// breaker open or syncing, from the tier's Synced and BreakerOpen.
+func SharedState(synced, breakerOpen bool) string {
+	switch {
+	case breakerOpen:
+		return "breaker open"
+	case !synced:
+		return "syncing"
+	}
+	return "synced"
 }
 
 func ratio(part, whole uint64) float64 {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"golang.org/x/net/html"
 
 	"listingproxy/cache"
 	"listingproxy/statuspage"
@@ -19,6 +21,25 @@ import (
 type fakeTraffic []telemetry.TenantStats
 
 func (f fakeTraffic) Tenants() []telemetry.TenantStats { return f }
+
+// fakeAllTraffic also reports the unauthenticated requests.
+type fakeAllTraffic struct {
+	fakeTraffic
+	anonymous telemetry.TenantStats
+}
+
+func (f fakeAllTraffic) Unauthenticated() telemetry.TenantStats { return f.anonymous }
+
+type fakeFeeds []telemetry.FeedStats
+
+func (f fakeFeeds) Feeds() []telemetry.FeedStats { return f }
+
+// latency is a histogram of n answers in the bucket of 1ms and one in that
+// of 250ms: p50 falls in the first, p99 (for n < 99) in the second.
+func latency(n uint64) telemetry.Histogram {
+	bounds := []float64{.0005, .001, .25}
+	return telemetry.Histogram{Bounds: bounds, Counts: []uint64{0, n, 1, 0}}
+}
 
 type fakeFailures []telemetry.BackendErrorStats
 
@@ -43,7 +64,8 @@ func TestSnapshot(t *testing.T) {
 	p := statuspage.New(statuspage.Options{
 		Now: func() time.Time { return now },
 		Traffic: fakeTraffic{
-			{Tenant: "harbour", Backend: "demo", Requests: 10, Hits: 5, Stale: 1, StaleIfError: 1, Negative: 1, Misses: 2},
+			{Tenant: "harbour", Backend: "demo", Requests: 10, Hits: 5, Stale: 1, StaleIfError: 1, Negative: 1, Misses: 2,
+				ClientErrors: 3, Unauthorized: 0, TooMany: 2, Invalid: 4, Latency: latency(9)},
 			{Tenant: "summit", Backend: "legacy", Requests: 4, Misses: 1, Uncached: 3, ServerErrors: 3},
 			{Tenant: "quiet", Backend: "demo", Requests: 2, Uncached: 2},
 		},
@@ -59,7 +81,8 @@ func TestSnapshot(t *testing.T) {
 	want := statuspage.Snapshot{
 		Time: now, Started: now,
 		Tenants: []statuspage.TenantRow{
-			{Tenant: "harbour", Backend: "demo", Requests: 10, Hits: 8, Stale: 2, Misses: 2, HitRatio: 0.8},
+			{Tenant: "harbour", Backend: "demo", Requests: 10, Hits: 8, Stale: 2, Misses: 2, HitRatio: 0.8,
+				ClientErrors: 3, TooMany: 2, Invalid: 4, P50: 0.0005 + 0.0005*5/9, P99: 0.001 + 0.249*(9.9-9)},
 			{Tenant: "summit", Backend: "legacy", Requests: 4, Misses: 1, HitRatio: 0, ServerErrors: 3},
 			{Tenant: "quiet", Backend: "demo", Requests: 2},
 		},
@@ -70,9 +93,10 @@ func TestSnapshot(t *testing.T) {
 			}, Errors: 3, LastError: "crm: HTTP 500", LastErrorAt: &failedAt},
 		},
 		Cache:  &statuspage.CacheRow{Bytes: 2048, MaxBytes: 1 << 20, Entries: 4, Evictions: 4, Purges: 3, HitRatio: 0.8},
+		Feeds:  []statuspage.FeedRow{},
 		Events: []statuspage.EventRow{{Time: now, Kind: "purge", Detail: "source=admin kind=tenant mode=hard tenant=harbour"}},
 	}
-	if diff := cmp.Diff(want, p.Snapshot()); diff != "" {
+	if diff := cmp.Diff(want, p.Snapshot(), cmpopts.EquateApprox(0, 1e-12)); diff != "" {
 		t.Errorf("Snapshot (-want +got):\n%s", diff)
 	}
 }
@@ -85,7 +109,7 @@ func TestNoSources(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
 		t.Fatalf("%v: %s", err, w.Body)
 	}
-	for _, k := range []string{"tenants", "backends", "events"} {
+	for _, k := range []string{"tenants", "backends", "feeds", "events"} {
 		if list, ok := got[k].([]any); !ok || len(list) != 0 {
 			t.Errorf("%s = %v, want an empty list (never null: the page iterates it)", k, got[k])
 		}
@@ -106,9 +130,129 @@ func TestPageHTML(t *testing.T) {
 	if !regexp.MustCompile(`const url = "status.json", every = +500 *;`).MatchString(body) {
 		t.Error("page does not poll status.json every 500ms")
 	}
-	for _, want := range []string{"v1.2.3", "abc123&lt;script&gt;", `<table id="tenants">`} {
+	for _, want := range []string{"v1.2.3", "abc123&lt;script&gt;", `<table id="tenants">`, `<meta http-equiv="refresh" content="10">`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %q", want)
 		}
+	}
+}
+
+// rows returns the text of each cell of each row of the body of the table
+// with id in the page doc.
+func rows(doc *html.Node, id string) [][]string {
+	var table *html.Node
+	var find func(n *html.Node)
+	find = func(n *html.Node) {
+		for _, a := range n.Attr {
+			if n.Data == "table" && a.Key == "id" && a.Val == id {
+				table = n
+			}
+		}
+		for c := n.FirstChild; c != nil && table == nil; c = c.NextSibling {
+			find(c)
+		}
+	}
+	find(doc)
+	if table == nil {
+		return nil
+	}
+	var text func(n *html.Node) string
+	text = func(n *html.Node) string {
+		if n.Type == html.TextNode {
+			return n.Data
+		}
+		var b strings.Builder
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			b.WriteString(text(c))
+		}
+		return b.String()
+	}
+	out := [][]string{}
+	var walk func(n *html.Node, inBody bool)
+	walk = func(n *html.Node, inBody bool) {
+		if n.Type == html.ElementNode && n.Data == "tr" && inBody {
+			var cells []string
+			for c := n.FirstChild; c != nil; c = c.NextSibling {
+				if c.Type == html.ElementNode && c.Data == "td" {
+					cells = append(cells, text(c))
+				}
+			}
+			out = append(out, cells)
+			return
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c, inBody || n.Data == "tbody")
+		}
+	}
+	walk(table, false)
+	return out
+}
+
+// TestPageRendersTheData: the page as curl or a text browser gets it, with
+// no script run, carries every table's rows: each tenant's latency and
+// error counts, the unauthenticated requests, the backends' breakers,
+// every cache tier with its state, the change feeds and the events.
+func TestPageRendersTheData(t *testing.T) {
+	p := statuspage.New(statuspage.Options{
+		Now: func() time.Time { return now },
+		Traffic: fakeAllTraffic{
+			fakeTraffic: fakeTraffic{{Tenant: "harbour", Backend: "demo", Requests: 10, Hits: 8, Misses: 2,
+				ClientErrors: 3, TooMany: 2, Invalid: 4, ServerErrors: 1, Latency: latency(9)}},
+			anonymous: telemetry.TenantStats{Requests: 5, Uncached: 5, ClientErrors: 5, Unauthorized: 4, TooMany: 1, Latency: latency(4)},
+		},
+		Breakers: fakeBreakers{
+			{Backend: "demo", State: breaker.StateClosed},
+			{Backend: "demo", Tenant: "harbour", State: breaker.StateOpen, RetryAfter: 1500 * time.Millisecond, LastError: "HTTP 500 <b>"},
+		},
+		Cache: fakeCache{Bytes: 2048, MaxBytes: 1 << 20, Entries: 3, Hits: 3, Misses: 1, Evictions: 4, SoftPurges: 2},
+		Shared: func() statuspage.SharedRow {
+			return statuspage.SharedRow{State: "breaker open", HitRatio: 0.5, Errors: 7, PurgesPending: 2}
+		},
+		Disk: func() statuspage.DiskRow {
+			return statuspage.DiskRow{State: "ok", Entries: 9, Bytes: 3 << 20, HitRatio: 0.25, Errors: 1}
+		},
+		Feeds: fakeFeeds{
+			{Backend: "crm", Feed: "webhook", Up: true, Held: true, Changes: 12, Gaps: 1, Lag: 1500 * time.Millisecond, LastEvent: now},
+			{Backend: "pg", Feed: "listen"},
+			{Backend: "pg", Feed: "poll", Held: true},
+		},
+		Events: fakeEvents{{Time: now, Kind: "reload", Detail: "config", Err: "bad <yaml>"}},
+	})
+	w := httptest.NewRecorder()
+	p.ServeHTTP(w, httptest.NewRequest("GET", "/status", nil))
+	// What a text browser shows: the script is not run.
+	doc, err := html.Parse(strings.NewReader(w.Body.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][][]string{
+		"tenants": {
+			{"harbour", "demo", "–", "10", "0.78 ms", "225.10 ms", "80.0%", "0", "2", "3", "0", "2", "4", "1"},
+			{"(unauthenticated)", "", "–", "5", "0.81 ms", "237.55 ms", "0.0%", "0", "0", "5", "4", "1", "0", "0"},
+		},
+		"backends": {
+			{"demo", "open", "backend: closed; harbour: open (retry in 2s) after: HTTP 500 <b>", "0", "", ""},
+		},
+		"tiers": {
+			{"memory (first tier)", "ok", "3", "2.0 KiB", "1.0 MiB", "75.0%", "", "evictions 4, purges 2"},
+			{"shared (Redis)", "breaker open", "", "", "", "50.0%", "7", "pending purges 2"},
+			{"disk", "ok", "9", "3.0 MiB", "", "25.0%", "1", ""},
+		},
+		"feeds": {
+			{"crm", "webhook", "up", "12", "1", "1500.00 ms", "2026-11-22 20:00:00Z"},
+			{"pg", "listen", "held elsewhere", "0", "0", "0.00 ms", ""},
+			{"pg", "poll", "down", "0", "0", "0.00 ms", ""},
+		},
+		"events": {
+			{"2026-11-22 20:00:00Z", "reload", "config", "bad <yaml>"},
+		},
+	}
+	for id, rs := range want {
+		if diff := cmp.Diff(rs, rows(doc, id)); diff != "" {
+			t.Errorf("table %s (-want +got):\n%s", id, diff)
+		}
+	}
+	if !strings.Contains(w.Body.String(), "HTTP 500 &lt;b&gt;") {
+		t.Error("a backend's error is not escaped")
 	}
 }

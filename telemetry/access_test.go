@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"listingproxy/telemetry"
@@ -283,21 +285,36 @@ func TestMiddlewareFeedsDigestAndTenants(t *testing.T) {
 		serve(telemetry.Annotation{Tenant: "summit", Backend: "crm", Cache: "miss", Err: down}, 503)
 	}
 	serve(telemetry.Annotation{AuthFailed: true}, 401)
+	serve(telemetry.Annotation{Refused: true}, 429)
+	serve(telemetry.Annotation{}, 404) // no tenant, not refused: not an API request the page counts
+	serve(telemetry.Annotation{Tenant: "harbour", Backend: "demo", Invalid: true}, 200)
+	serve(telemetry.Annotation{Tenant: "harbour", Backend: "demo"}, 404)
+	serve(telemetry.Annotation{Tenant: "harbour", Backend: "demo"}, 429)
 
 	if lines := digestLines(t, &logs); len(lines) != 1 || lines[0].Backend != "crm" || lines[0].Count != 1 {
 		t.Errorf("error lines %+v, want the first crm failure only", lines)
 	}
 	want := []telemetry.TenantStats{
-		{Tenant: "harbour", Backend: "demo", Requests: 3, Hits: 1, StaleIfError: 1, Uncached: 1},
+		{Tenant: "harbour", Backend: "demo", Requests: 6, Hits: 1, StaleIfError: 1, Uncached: 4, ClientErrors: 2, TooMany: 1, Invalid: 1},
 		{Tenant: "summit", Backend: "crm", Requests: 3, Misses: 3, ServerErrors: 3},
 	}
-	if diff := cmp.Diff(want, m.Tenants()); diff != "" {
+	noLatency := cmpopts.IgnoreFields(telemetry.TenantStats{}, "Latency")
+	if diff := cmp.Diff(want, m.Tenants(), noLatency); diff != "" {
 		t.Errorf("Tenants() (-want +got):\n%s", diff)
+	}
+	for _, s := range m.Tenants() {
+		if s.Latency.Count() != s.Requests {
+			t.Errorf("%s: %d latencies for %d requests", s.Tenant, s.Latency.Count(), s.Requests)
+		}
+	}
+	anonymous := telemetry.TenantStats{Requests: 2, Uncached: 2, ClientErrors: 2, Unauthorized: 1, TooMany: 1}
+	if diff := cmp.Diff(anonymous, m.Unauthenticated(), noLatency); diff != "" {
+		t.Errorf("Unauthenticated() (-want +got):\n%s", diff)
 	}
 	text := scrape(t, reg)
 	for _, want := range []string{
 		`listingproxy_tenant_requests_total{backend="demo",cache="hit",tenant="harbour"} 1`,
-		`listingproxy_tenant_requests_total{backend="demo",cache="none",tenant="harbour"} 1`,
+		`listingproxy_tenant_requests_total{backend="demo",cache="none",tenant="harbour"} 4`,
 		`listingproxy_tenant_server_errors_total{backend="crm",tenant="summit"} 3`,
 		`listingproxy_http_request_duration_seconds_bucket{method="GET",route="unmatched",le="5e-05"}`,
 	} {
@@ -350,5 +367,50 @@ func TestOperationalMetrics(t *testing.T) {
 	}
 	if n := len(m.RecentEvents()); n != 20 {
 		t.Errorf("%d recent events kept, want 20", n)
+	}
+}
+
+// TestHistogramQuantile: quantiles interpolate within their bucket, from 0
+// for the first, and stop at the largest bound above them all.
+func TestHistogramQuantile(t *testing.T) {
+	h := telemetry.Histogram{Bounds: []float64{0.001, 0.01, 0.1}, Counts: []uint64{50, 0, 49, 1}}
+	for _, c := range []struct{ q, want float64 }{
+		{0.5, 0.001},              // the 50th of 100 is the first bucket's last
+		{0.25, 0.0005},            // half-way through the first bucket
+		{0.99, 0.1},               // the last of the third bucket
+		{0.75, 0.01 + 0.09*25/49}, // within the third
+		{1, 0.1},                  // in the overflow: the largest bound
+	} {
+		if got := h.Quantile(c.q); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("Quantile(%v) = %v, want %v", c.q, got, c.want)
+		}
+	}
+	if got := (telemetry.Histogram{Bounds: h.Bounds, Counts: make([]uint64, 4)}).Quantile(0.5); got != 0 {
+		t.Errorf("empty: Quantile = %v, want 0", got)
+	}
+}
+
+// TestFeeds: the status page's view of the change feeds follows what the
+// feeds report, as their families do.
+func TestFeeds(t *testing.T) {
+	m, err := telemetry.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 27, 22, 0, 0, 0, time.UTC)
+	m.FeedStarted("pg", "poll")
+	m.FeedStarted("crm", "webhook")
+	m.FeedHeld("crm", "webhook", true)
+	m.FeedLive("crm", "webhook", nil, now)
+	m.FeedChanged("crm", "webhook", false, now.Add(-2*time.Second), now.Add(time.Second))
+	m.FeedChanged("crm", "webhook", true, time.Time{}, now.Add(2*time.Second))
+	m.FeedHeld("pg", "poll", true)
+	m.FeedLive("pg", "poll", errors.New("down"), now)
+	want := []telemetry.FeedStats{
+		{Backend: "crm", Feed: "webhook", Up: true, Held: true, Changes: 2, Gaps: 1, Lag: 3 * time.Second, LastEvent: now.Add(2 * time.Second)},
+		{Backend: "pg", Feed: "poll", Held: true},
+	}
+	if diff := cmp.Diff(want, m.Feeds()); diff != "" {
+		t.Errorf("Feeds() (-want +got):\n%s", diff)
 	}
 }

@@ -30,6 +30,13 @@ type Annotation struct {
 	User       string // the authenticated username; "" when unauthenticated
 	Cache      string // cache outcome ("hit", "miss", ...); "" when none
 	AuthFailed bool   // missing or wrong credentials
+	// Refused reports a request refused before authentication other than
+	// for its credentials (throttled, the auth pool full): with AuthFailed,
+	// what the status page counts as unauthenticated traffic.
+	Refused bool
+	// Invalid reports an answer with the spec's error list (criteria
+	// errors), which is an HTTP 200.
+	Invalid bool
 	// Err is the failure behind a 5xx answer (never shown to the client):
 	// it feeds the ErrorDigest of Backend instead of a line per request.
 	Err error
@@ -119,8 +126,8 @@ func Middleware(o AccessOptions) func(http.Handler) http.Handler {
 				if note.AuthFailed {
 					m.AuthFailures.Inc()
 				}
-				if note.Tenant != "" {
-					m.tenants.count(note.Tenant, note.Backend, note.Cache, rec.status)
+				if note.Tenant != "" || note.AuthFailed || note.Refused {
+					m.tenants.count(note.Tenant, note.Backend, note.Cache, rec.status, note.Invalid, elapsed.Seconds())
 				}
 			}
 			if note.Err != nil && rec.status >= 500 && o.Errors != nil {

@@ -54,14 +54,16 @@ type Metrics struct {
 	tenants  tenantTraffic   // per-tenant counters (tenant.go)
 	abuse    abuseCounters   // auth rejections and tenant rate limits (abuse.go)
 	mistakes mistakeCounters // criteria errors and unknown parameters (mistakes.go)
-	feeds    feedMetrics     // change feeds (feeds.go)
+	feeds    *feedMetrics    // change feeds (feeds.go)
 	events   eventLog        // recent purges and reloads (tenant.go)
 }
 
 // latencyBuckets span a memory hit (tens of microseconds: the smallest
 // bucket must sit below it, or hit latency cannot be seen) to a legacy
 // backend at its timeout.
-var latencyBuckets = []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+var latencyBuckets = latencyBounds[:]
+
+var latencyBounds = [...]float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
 // NewMetrics creates the metric set and registers it, with the Go runtime
 // and process collectors, on reg.

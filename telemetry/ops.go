@@ -158,6 +158,59 @@ type TenantStats struct {
 	Hits, Stale, StaleIfError, Misses, Negative, Bypass, Uncached uint64
 	// ServerErrors counts 5xx answers (backend failures, open breakers).
 	ServerErrors uint64
+	// ClientErrors counts 4xx answers, among them Unauthorized (401) and
+	// TooMany (429); Invalid counts answers with the spec's error list
+	// (criteria errors: HTTP 200, so no status code shows them).
+	ClientErrors, Unauthorized, TooMany, Invalid uint64
+	// Latency is the distribution of the time to answer.
+	Latency Histogram
+}
+
+// Histogram is a distribution in fixed buckets: Counts[i] observations at
+// most Bounds[i] (and above Bounds[i-1]); the last count, one past Bounds,
+// those above every bound.
+type Histogram struct {
+	Bounds []float64
+	Counts []uint64
+}
+
+// Count is the number of observations.
+func (h Histogram) Count() uint64 {
+	var n uint64
+	for _, c := range h.Counts {
+		n += c
+	}
+	return n
+}
+
+// Quantile estimates the q-quantile (0 < q <= 1) as Prometheus's
+// histogram_quantile does: linearly within the bucket it falls in, from
+// 0 for the first; the largest bound when it falls above them all. It is 0
+// without observations.
+func (h Histogram) Quantile(q float64) float64 {
+	total := h.Count()
+	if total == 0 || len(h.Bounds) == 0 {
+		return 0
+	}
+	rank := q * float64(total)
+	var seen float64
+	for i, c := range h.Counts {
+		if c == 0 {
+			continue
+		}
+		if seen+float64(c) >= rank {
+			if i >= len(h.Bounds) {
+				return h.Bounds[len(h.Bounds)-1]
+			}
+			lower := 0.0
+			if i > 0 {
+				lower = h.Bounds[i-1]
+			}
+			return lower + (h.Bounds[i]-lower)*(rank-seen)/float64(c)
+		}
+		seen += float64(c)
+	}
+	return h.Bounds[len(h.Bounds)-1]
 }
 
 // outcomeNames are the cache outcomes a TenantStats counts, in the order of
@@ -168,18 +221,33 @@ type tenantCounters struct {
 	tenant, backend string
 	outcomes        [len(outcomeNames)]atomic.Uint64
 	serverErrors    atomic.Uint64
+	clientErrors    atomic.Uint64
+	unauthorized    atomic.Uint64
+	tooMany         atomic.Uint64
+	invalid         atomic.Uint64
+	latency         [len(latencyBounds) + 1]atomic.Uint64
 }
 
-// tenantTraffic holds a tenantCounters per tenant: one map read and two
-// atomic adds per request; Prometheus and the status page read them.
-type tenantTraffic struct{ m sync.Map } // tenant -> *tenantCounters
+// tenantTraffic holds a tenantCounters per tenant: one map read and a few
+// atomic adds per request; Prometheus and the status page read them. The
+// requests of no tenant (refused before authentication: 401, throttled)
+// count in anonymous, which only the status page reads.
+type tenantTraffic struct {
+	m         sync.Map // tenant -> *tenantCounters
+	anonymous tenantCounters
+}
 
-func (t *tenantTraffic) count(tenant, backend, outcome string, status int) {
-	v, ok := t.m.Load(tenant)
-	if !ok {
-		v, _ = t.m.LoadOrStore(tenant, &tenantCounters{tenant: tenant, backend: backend})
+func (t *tenantTraffic) count(tenant, backend, outcome string, status int, invalid bool, seconds float64) {
+	var c *tenantCounters
+	if tenant == "" {
+		c = &t.anonymous
+	} else {
+		v, ok := t.m.Load(tenant)
+		if !ok {
+			v, _ = t.m.LoadOrStore(tenant, &tenantCounters{tenant: tenant, backend: backend})
+		}
+		c = v.(*tenantCounters)
 	}
-	c := v.(*tenantCounters)
 	i := len(outcomeNames) - 1
 	for j, name := range outcomeNames[:i] {
 		if name == outcome {
@@ -188,22 +256,44 @@ func (t *tenantTraffic) count(tenant, backend, outcome string, status int) {
 		}
 	}
 	c.outcomes[i].Add(1)
-	if status >= 500 {
+	switch {
+	case status >= 500:
 		c.serverErrors.Add(1)
+	case status >= 400:
+		c.clientErrors.Add(1)
+		switch status {
+		case 401:
+			c.unauthorized.Add(1)
+		case 429:
+			c.tooMany.Add(1)
+		}
 	}
+	if invalid {
+		c.invalid.Add(1)
+	}
+	b, _ := slices.BinarySearch(latencyBuckets, seconds)
+	c.latency[b].Add(1)
+}
+
+func (c *tenantCounters) stats() TenantStats {
+	s := TenantStats{Tenant: c.tenant, Backend: c.backend, ServerErrors: c.serverErrors.Load(),
+		ClientErrors: c.clientErrors.Load(), Unauthorized: c.unauthorized.Load(), TooMany: c.tooMany.Load(), Invalid: c.invalid.Load(),
+		Latency: Histogram{Bounds: latencyBuckets, Counts: make([]uint64, len(c.latency))}}
+	counts := []*uint64{&s.Hits, &s.Stale, &s.StaleIfError, &s.Misses, &s.Negative, &s.Bypass, &s.Uncached}
+	for i := range c.outcomes {
+		*counts[i] = c.outcomes[i].Load()
+		s.Requests += *counts[i]
+	}
+	for i := range c.latency {
+		s.Latency.Counts[i] = c.latency[i].Load()
+	}
+	return s
 }
 
 func (t *tenantTraffic) snapshot() []TenantStats {
 	var out []TenantStats
 	t.m.Range(func(_, v any) bool {
-		c := v.(*tenantCounters)
-		s := TenantStats{Tenant: c.tenant, Backend: c.backend, ServerErrors: c.serverErrors.Load()}
-		counts := []*uint64{&s.Hits, &s.Stale, &s.StaleIfError, &s.Misses, &s.Negative, &s.Bypass, &s.Uncached}
-		for i := range c.outcomes {
-			*counts[i] = c.outcomes[i].Load()
-			s.Requests += *counts[i]
-		}
-		out = append(out, s)
+		out = append(out, v.(*tenantCounters).stats())
 		return true
 	})
 	slices.SortFunc(out, func(a, b TenantStats) int { return cmp.Compare(a.Tenant, b.Tenant) })
@@ -213,6 +303,11 @@ func (t *tenantTraffic) snapshot() []TenantStats {
 // Tenants returns each tenant's request counts since start, by tenant name.
 // Tenants appear after their first request.
 func (m *Metrics) Tenants() []TenantStats { return m.tenants.snapshot() }
+
+// Unauthenticated returns the counts of the API requests answered without
+// a tenant: refused for missing or wrong credentials (401) or throttled
+// before authentication (429). Its Tenant and Backend are "".
+func (m *Metrics) Unauthenticated() TenantStats { return m.tenants.anonymous.stats() }
 
 var (
 	descTenantRequests = prometheus.NewDesc("listingproxy_tenant_requests_total",

@@ -69,9 +69,34 @@ func (a *app) adminOptions(cfg *config.Config, backends map[string]upstream.Back
 // GET /status and GET /status.json behind the admin credentials.
 func (a *app) statusPage() http.Handler {
 	o := statuspage.Options{Traffic: a.metrics, Failures: a.errors, Events: a.metrics,
-		Breakers: a.breakers, Build: telemetry.ReadBuild()}
+		Breakers: a.breakers, Feeds: a.metrics, Build: telemetry.ReadBuild()}
 	if a.cache != nil { // a nil *cache.Store in the interface would not be nil
 		o.Cache = a.cache
 	}
+	if a.shared != nil {
+		o.Shared = func() statuspage.SharedRow {
+			st := a.shared.Stats()
+			return statuspage.SharedRow{State: statuspage.SharedState(st.Synced, st.BreakerOpen),
+				HitRatio: ratio(st.Hits, st.Hits+st.Misses), Errors: st.Errors, PurgesPending: st.PurgesPending}
+		}
+	}
+	if a.disk != nil {
+		o.Disk = func() statuspage.DiskRow {
+			st := a.disk.Stats()
+			row := statuspage.DiskRow{State: "ok", Entries: st.Entries, Bytes: st.Bytes,
+				HitRatio: ratio(st.Hits, st.Hits+st.Misses), Errors: st.Errors}
+			if st.Disabled {
+				row.State = "disabled"
+			}
+			return row
+		}
+	}
 	return statuspage.New(o)
+}
+
+func ratio(part, whole uint64) float64 {
+	if whole == 0 {
+		return 0
+	}
+	return float64(part) / float64(whole)
 }

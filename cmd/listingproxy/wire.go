@@ -176,7 +176,8 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	opts := proxy.Options{
 		Countries: zones, MaxResults: cfg.MaxResults, MaxOffset: cfg.MaxOffset, Now: now, Logger: log, TracerProvider: tp,
 		Observe: func(w http.ResponseWriter, i proxy.RequestInfo) {
-			telemetry.Annotate(w, telemetry.Annotation{Tenant: i.Tenant, Backend: i.Backend, User: i.User, Cache: i.Cache, AuthFailed: i.AuthFailed, Err: i.Err})
+			telemetry.Annotate(w, telemetry.Annotation{Tenant: i.Tenant, Backend: i.Backend, User: i.User, Cache: i.Cache, AuthFailed: i.AuthFailed, Err: i.Err,
+				Refused: i.Tenant == "" && i.Rejection != "", Invalid: i.CriteriaErrors != nil})
 			if i.CriteriaErrors != nil || i.UnknownParams != nil {
 				a.metrics.ClientMistakes(i.Tenant, i.CriteriaErrors, i.UnknownParams)
 			}
