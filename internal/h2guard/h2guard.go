@@ -55,10 +55,12 @@ const (
 	// client resets (RST_STREAM) on one connection: each reset stream was
 	// a request the server began to serve, so a reset costs what a request
 	// does, and rapid reset is a request flood the client never waits
-	// for. A program cancels a request now and then; a page closed with a
-	// hundred requests in flight resets them all, once.
-	DefaultResetPerSecond = 10
-	DefaultResetBurst     = 100
+	// for: with connections redialled at the per-address bound (50 a
+	// second), a flood from one address then begins at most 2,500
+	// requests a second. A program cancels a request now and then; a page
+	// closed with its requests in flight resets them all, once.
+	DefaultResetPerSecond = 5
+	DefaultResetBurst     = 50
 )
 
 // Options configure Listen. The zero value takes the defaults.
