@@ -63,6 +63,7 @@ func openMySQLWith(t *testing.T, cfg Config) *Store {
 }
 
 func TestMySQLBackend(t *testing.T) {
+	t.Parallel() // its own database
 	testEngine(t, openMySQL(t))
 }
 

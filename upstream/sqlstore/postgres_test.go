@@ -72,6 +72,7 @@ func openPostgresWith(t *testing.T, edit func(*Config)) (st *Store, admin *sql.D
 }
 
 func TestPostgresBackend(t *testing.T) {
+	t.Parallel() // its own schema
 	testEngine(t, openPostgres(t))
 }
 

@@ -52,6 +52,7 @@ func seededSQLite(tb testing.TB) (*Store, *demo.Dataset) {
 }
 
 func TestSQLiteBackend(t *testing.T) {
+	t.Parallel() // its own file
 	st, ds := seededSQLite(t)
 	testBackendAgainstOracle(t, st, ds, testNow)
 }

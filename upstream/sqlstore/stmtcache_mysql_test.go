@@ -147,6 +147,7 @@ func TestMySQLTooManyPrepared(t *testing.T) {
 // MariaDB ran it 1.4 times slower than prepared afresh), while the search's
 // other statements, geo_count first, stay in the statement cache.
 func TestMySQLGeoCandidatesUnprepared(t *testing.T) {
+	t.Parallel() // its own database
 	st := openMySQLWith(t, Config{})
 	ctx := context.Background()
 	if err := st.Migrate(ctx); err != nil {
