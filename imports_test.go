@@ -31,7 +31,7 @@ var otelAPI = []string{"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/ot
 // bench/cmd/... (programs) may import anything and have no row.
 var importRules = map[string]importRule{
 	"":                       {}, // the embedded default configuration
-	"normalize":              {notStd: []string{"database/sql"}},
+	"normalize":              {own: []string{"internal/suggest"}, notStd: []string{"database/sql"}},
 	"clientip":               {},
 	"upstream":               {own: []string{"normalize"}},
 	"upstream/breaker":       {own: []string{"upstream"}, ext: append([]string{"github.com/sony/gobreaker/v2"}, otelAPI...)},
@@ -55,13 +55,14 @@ var importRules = map[string]importRule{
 	"upstream/binlog":        {own: []string{"upstream"}, ext: []string{"github.com/go-mysql-org/go-mysql/", "github.com/go-sql-driver/mysql", "github.com/cenkalti/backoff/v5"}},
 	"freshness":              {own: []string{"cache", "proxy", "telemetry", "upstream"}, notStd: []string{"database/sql"}},
 	"admin":                  {own: []string{"cache", "telemetry", "upstream/breaker"}, ext: []string{"golang.org/x/crypto/bcrypt", "golang.org/x/sync/semaphore", "golang.org/x/time/rate", "github.com/hashicorp/golang-lru/v2"}},
-	"config":                 {own: []string{"cache", "clientip", "upstream", "upstream/breaker"}, ext: []string{"gopkg.in/yaml.v3", "golang.org/x/crypto/bcrypt"}},
+	"config":                 {own: []string{"cache", "clientip", "internal/suggest", "upstream", "upstream/breaker"}, ext: []string{"gopkg.in/yaml.v3", "golang.org/x/crypto/bcrypt"}},
 	"docdiff":                {own: []string{"internal/xmltext"}, ext: []string{"github.com/beevik/etree"}},
 	"docdiff/endpoints":      {own: []string{"docdiff", "internal/legacyfixture"}, ext: []string{"golang.org/x/sync/errgroup"}},
 	"internal/memlimit":      {},
 	"internal/onewrite":      {},
 	"internal/progress":      {},
 	"internal/secret":        {ext: []string{"golang.org/x/term"}},
+	"internal/suggest":       {},
 	"internal/serving":       {ext: []string{"golang.org/x/sys/unix"}},
 	"internal/tlsreload":     {},
 	"internal/warmup":        {own: []string{"cache", "proxy"}, ext: []string{"golang.org/x/time/rate"}},

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"listingproxy/internal/suggest"
 )
 
 // schema checks a parsed file against Config's types before it is decoded,
@@ -128,37 +130,9 @@ func unknownKey(key string, keys []string) string {
 
 // closest is the one of keys nearest to key by edit distance, if near
 // enough to be a typo of it (at most a third of its length, and at most
-// 3 edits); "" otherwise. Hand-written: a Levenshtein distance is a dozen
-// lines, and no library the project uses offers one.
+// 3 edits); "" otherwise (internal/suggest).
 func closest(key string, keys []string) string {
-	best, bestD := "", min(3, max(1, len(key)/3))+1
-	for _, k := range keys {
-		if d := editDistance(key, k); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return suggest.Closest(key, keys, min(3, max(1, len(key)/3)))
 }
 
 // yamlKeys are the YAML keys of a struct type's fields.

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"listingproxy/internal/suggest"
 )
 
 // Parameters a list does not take are ignored by ParseProperties and
@@ -90,39 +92,11 @@ func UnknownErrors(r Resource, names []string) Errors {
 // within a third of name's length in edits (at most 2), else "".
 func nearest(r Resource, name string) string {
 	base := strings.TrimSuffix(name, "[]")
-	best, bestD := "", min(2, len(base)/3)+1
+	var keys []string
 	for p, n := range slotNames {
-		if !params[slotRow[p]].lists.has(r) {
-			continue
-		}
-		if d := editDistance(base, n, bestD); d < bestD {
-			best, bestD = n, d
+		if params[slotRow[p]].lists.has(r) {
+			keys = append(keys, n)
 		}
 	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b, or limit when it is
-// at least limit (the names compared are short).
-func editDistance(a, b string, limit int) int {
-	if len(a) > 64 || len(b) > 64 {
-		return limit
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return min(prev[len(b)], limit)
+	return suggest.Closest(base, keys, min(2, len(base)/3))
 }

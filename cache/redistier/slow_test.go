@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os/exec"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"listingproxy/cache"
 	"listingproxy/cache/redistier"
@@ -155,13 +158,8 @@ func TestSlowAnswersAreNotFailures(t *testing.T) {
 // retrying it by hand; until then Stats.PurgesPending says so.
 func TestPendingPurgeRecordedWhenRedisReturns(t *testing.T) {
 	redisAddr(t)
-	port := freePort(t)
-	srv := startRedis(t, port)
-	rdb, err := redistier.Dial(redistier.ClientOptions{Addrs: []string{fmt.Sprintf("127.0.0.1:%d", port)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
+	port, srv, rdb := ownRedis(t)
+	var err error
 	p := "lptest:pending:"
 	r := newReplicaWith(t, rdb, redistier.Options{KeyPrefix: p}, nil)
 	if _, _, err := r.store.Get(context.Background(), key, pol, loaderOf("old")); err != nil {
@@ -202,13 +200,8 @@ func TestCloseRecordsPendingPurges(t *testing.T) {
 	redisAddr(t)
 	for _, back := range []bool{true, false} {
 		t.Run(fmt.Sprintf("redis back %v", back), func(t *testing.T) {
-			port := freePort(t)
-			srv := startRedis(t, port)
-			rdb, err := redistier.Dial(redistier.ClientOptions{Addrs: []string{fmt.Sprintf("127.0.0.1:%d", port)}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = rdb.Close() })
+			port, srv, rdb := ownRedis(t)
+			var err error
 			p := "lptest:closeflush:"
 			// Back: as long as a loaded machine may need (Close returns
 			// once recorded); away: short, since it is waited out.
@@ -253,4 +246,18 @@ func TestCloseRecordsPendingPurges(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ownRedis starts a redis-server of the test's own on a free port (to kill
+// and restart) and a client of it.
+func ownRedis(t *testing.T) (port int, srv *exec.Cmd, rdb redis.UniversalClient) {
+	t.Helper()
+	port = freePort(t)
+	srv = startRedis(t, port)
+	rdb, err := redistier.Dial(redistier.ClientOptions{Addrs: []string{fmt.Sprintf("127.0.0.1:%d", port)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	return port, srv, rdb
 }
