@@ -19,15 +19,18 @@ package statuspage
 
 import (
 	"cmp"
+	"context"
 	_ "embed"
 	"encoding/json"
 	"html/template"
 	"maps"
 	"math"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"listingproxy/cache"
@@ -71,6 +74,13 @@ type Feeds interface {
 	Feeds() []telemetry.FeedStats
 }
 
+// Fleet is where the replicas of a fleet publish their status records and
+// read each other's (redistier.Tier, in Redis).
+type Fleet interface {
+	PublishStatus(ctx context.Context, id string, record []byte, ttl time.Duration, now time.Time) error
+	Replicas(ctx context.Context, now time.Time) (map[string][]byte, error)
+}
+
 // Options are the page's sources; a nil source leaves its part out. Now
 // and Refresh have defaults.
 type Options struct {
@@ -84,6 +94,15 @@ type Options struct {
 	// nil when the tier is off.
 	Shared func() SharedRow
 	Disk   func() DiskRow
+	// Fleet, when set, puts every replica of the fleet on the page: Run
+	// publishes this replica's summary under ID every Publish (valid for
+	// three times as long), and the page reads them all.
+	Fleet Fleet
+	// ID names this replica in the fleet. Default: the host name (a
+	// pod's name in Kubernetes) and the process id.
+	ID string
+	// Publish is how often Run publishes. Default 5s.
+	Publish time.Duration
 	// Build names the running binary in the page's header.
 	Build telemetry.Build
 	// Now is the clock. Default time.Now.
@@ -106,7 +125,104 @@ func New(o Options) *Page {
 		o.Now = time.Now
 	}
 	o.Refresh = cmp.Or(o.Refresh, 2*time.Second)
+	o.Publish = cmp.Or(o.Publish, 5*time.Second)
+	if o.ID == "" {
+		host, _ := os.Hostname()
+		o.ID = cmp.Or(host, "localhost") + "-" + strconv.Itoa(os.Getpid())
+		if n := pages.Add(1); n > 1 { // a second page of this process (tests)
+			o.ID += "-" + strconv.FormatInt(n, 10)
+		}
+	}
 	return &Page{o: o, started: o.Now()}
+}
+
+// pages counts the pages of this process, for their default IDs.
+var pages atomic.Int64
+
+// Run publishes this replica's summary to the fleet (Options.Fleet) now
+// and every Options.Publish until ctx ends. Without a Fleet it returns at
+// once. A failed publication is retried at the next tick: the page shows
+// why the fleet cannot be read.
+func (p *Page) Run(ctx context.Context) {
+	if p.o.Fleet == nil {
+		return
+	}
+	tick := time.NewTicker(p.o.Publish)
+	defer tick.Stop()
+	for {
+		p.publish(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (p *Page) publish(ctx context.Context) {
+	rec, err := json.Marshal(p.replica(p.Snapshot()))
+	if err != nil {
+		return
+	}
+	_ = p.o.Fleet.PublishStatus(ctx, p.o.ID, rec, 3*p.o.Publish, p.o.Now())
+}
+
+// replica is s summarised as this replica's row of the fleet.
+func (p *Page) replica(s Snapshot) ReplicaRow {
+	r := ReplicaRow{ID: p.o.ID, Version: s.Build.Version, Commit: s.Build.Commit, Started: s.Started, Updated: s.Time, FeedsHeld: []string{}}
+	var hits, lookups uint64
+	for _, t := range s.Tenants {
+		r.Requests += t.Requests
+		r.ClientErrors += t.ClientErrors
+		r.ServerErrors += t.ServerErrors
+		hits += t.Hits
+		lookups += t.Hits + t.Misses
+	}
+	r.HitRatio = ratio(hits, lookups)
+	for _, b := range s.Backends {
+		for _, br := range b.Breakers {
+			if br.State == "open" {
+				r.OpenBreakers++
+			}
+		}
+	}
+	if s.Shared != nil {
+		r.Shared, r.PurgesPending = s.Shared.State, s.Shared.PurgesPending
+	}
+	for _, f := range s.Feeds {
+		if f.State != "held elsewhere" {
+			r.FeedsHeld = append(r.FeedsHeld, f.Backend+"/"+f.Feed)
+		}
+	}
+	return r
+}
+
+// fleet adds the fleet's replicas to s: this one from s itself, the
+// others from their records.
+func (p *Page) fleet(ctx context.Context, s *Snapshot) {
+	if p.o.Fleet == nil {
+		return
+	}
+	self := p.replica(*s)
+	self.Self = true
+	s.Fleet = []ReplicaRow{self}
+	recs, err := p.o.Fleet.Replicas(ctx, s.Time)
+	if err != nil {
+		s.FleetError = "the other replicas cannot be read: " + err.Error()
+		return
+	}
+	for _, id := range slices.Sorted(maps.Keys(recs)) {
+		if id == p.o.ID {
+			continue
+		}
+		var r ReplicaRow
+		if err := json.Unmarshal(recs[id], &r); err != nil {
+			r = ReplicaRow{Error: "unreadable status record: " + err.Error()}
+		}
+		r.ID, r.Self = id, false
+		s.Fleet = append(s.Fleet, r)
+	}
+	slices.SortFunc(s.Fleet, func(a, b ReplicaRow) int { return cmp.Compare(a.ID, b.ID) })
 }
 
 //go:embed page.html
@@ -141,6 +257,7 @@ var pageTemplate = template.Must(template.New("status").Funcs(template.FuncMap{
 		return at.UTC().Format("2006-01-02 15:04:05Z")
 	},
 	"statecls": func(s string) string { return strings.ReplaceAll(s, " ", "-") },
+	"join":     func(s []string) string { return strings.Join(s, ", ") },
 	"breakers": breakersText,
 }).Parse(pageHTML))
 
@@ -168,9 +285,11 @@ func breakersText(bs []BreakerRow) string {
 // ServeHTTP implements http.Handler.
 func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
+	snap := p.Snapshot()
+	p.fleet(r.Context(), &snap)
 	if strings.HasSuffix(r.URL.Path, ".json") {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(p.Snapshot())
+		_ = json.NewEncoder(w).Encode(snap)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -182,10 +301,13 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// refreshes itself, at most every 10s.
 	_ = pageTemplate.Execute(w, map[string]any{
 		"Build":           p.o.Build,
-		"S":               p.Snapshot(),
+		"S":               snap,
 		"JSON":            path[strings.LastIndexByte(path, '/')+1:] + ".json",
 		"RefreshMS":       p.o.Refresh.Milliseconds(),
 		"NoScriptRefresh": int(math.Ceil(max(p.o.Refresh, 10*time.Second).Seconds())),
+		"Fleet":           p.o.Fleet != nil,
+		"PublishSeconds":  p.o.Publish.Seconds(),
+		"FleetTTLSeconds": (3 * p.o.Publish).Seconds(),
 	})
 }
 
@@ -204,6 +326,37 @@ type Snapshot struct {
 	Disk            *DiskRow   `json:"disk,omitempty"`
 	Feeds           []FeedRow  `json:"feeds"`
 	Events          []EventRow `json:"events"`
+	// Fleet is every replica of the fleet, this one (Self) included, by
+	// ID; only with Options.Fleet. FleetError says why the others are
+	// missing.
+	Fleet      []ReplicaRow `json:"fleet,omitempty"`
+	FleetError string       `json:"fleet_error,omitempty"`
+}
+
+// ReplicaRow is one replica of the fleet, as it last published itself.
+type ReplicaRow struct {
+	ID      string    `json:"id"`
+	Self    bool      `json:"self,omitempty"`
+	Version string    `json:"version"`
+	Commit  string    `json:"commit"`
+	Started time.Time `json:"started"`
+	// Updated is when the replica took the figures.
+	Updated time.Time `json:"updated"`
+	// Requests, ClientErrors, ServerErrors and HitRatio are over its
+	// tenants since its start.
+	Requests     uint64  `json:"requests"`
+	ClientErrors uint64  `json:"client_errors"`
+	ServerErrors uint64  `json:"server_errors"`
+	HitRatio     float64 `json:"hit_ratio"`
+	OpenBreakers int     `json:"open_breakers"`
+	// Shared is its shared tier's state; PurgesPending the purges it has
+	// not recorded for the fleet yet.
+	Shared        string `json:"shared"`
+	PurgesPending int64  `json:"purges_pending"`
+	// FeedsHeld are the change feeds it runs (backend/feed).
+	FeedsHeld []string `json:"feeds_held"`
+	// Error: its record could not be read.
+	Error string `json:"error,omitempty"`
 }
 
 // TenantRow is one tenant's traffic since start. The page derives the live
@@ -311,7 +464,8 @@ type EventRow struct {
 	Error  string    `json:"error,omitempty"`
 }
 
-// Snapshot reads every source once.
+// Snapshot reads every source once: this process's figures, without the
+// fleet's other replicas.
 func (p *Page) Snapshot() Snapshot {
 	s := Snapshot{Time: p.o.Now(), Started: p.started, Build: p.o.Build, Tenants: []TenantRow{}, Backends: []BackendRow{}, Feeds: []FeedRow{}, Events: []EventRow{}}
 	backends := map[string]*BackendRow{}

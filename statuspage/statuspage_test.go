@@ -1,10 +1,13 @@
 package statuspage_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -254,5 +257,121 @@ func TestPageRendersTheData(t *testing.T) {
 	}
 	if !strings.Contains(w.Body.String(), "HTTP 500 &lt;b&gt;") {
 		t.Error("a backend's error is not escaped")
+	}
+}
+
+// fakeFleet is an in-memory Redis of status records; err fails every call.
+type fakeFleet struct {
+	mu   sync.Mutex
+	recs map[string]fleetRecord
+	err  error
+}
+
+type fleetRecord struct {
+	b       []byte
+	expires time.Time
+}
+
+func (f *fakeFleet) PublishStatus(_ context.Context, id string, rec []byte, ttl time.Duration, now time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	if f.recs == nil {
+		f.recs = map[string]fleetRecord{}
+	}
+	f.recs[id] = fleetRecord{rec, now.Add(ttl)}
+	return nil
+}
+
+func (f *fakeFleet) Replicas(_ context.Context, now time.Time) (map[string][]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return nil, f.err
+	}
+	out := map[string][]byte{}
+	for id, r := range f.recs {
+		if r.expires.After(now) {
+			out[id] = r.b
+		}
+	}
+	return out, nil
+}
+
+// published runs p's publisher once.
+func published(p *statuspage.Page) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	p.Run(ctx) // publishes once, then sees ctx ended
+}
+
+// TestFleet: with a fleet, each replica's page shows every replica that
+// published within three publication intervals, itself from its own
+// figures; a replica silent longer drops off; with the fleet's store
+// unreachable the page still shows this replica and says why the others
+// are missing.
+func TestFleet(t *testing.T) {
+	fleet := &fakeFleet{}
+	clock := now
+	tick := func() time.Time { return clock }
+	a := statuspage.New(statuspage.Options{ID: "a", Fleet: fleet, Now: tick, Publish: time.Second,
+		Traffic: fakeTraffic{{Tenant: "harbour", Backend: "demo", Requests: 3, Hits: 3}}})
+	b := statuspage.New(statuspage.Options{ID: "b", Fleet: fleet, Now: tick, Publish: time.Second,
+		Traffic:  fakeTraffic{{Tenant: "harbour", Backend: "demo", Requests: 7, Hits: 1, Misses: 1, ServerErrors: 5, ClientErrors: 1}},
+		Breakers: fakeBreakers{{Backend: "demo", Tenant: "harbour", State: breaker.StateOpen}},
+		Shared:   func() statuspage.SharedRow { return statuspage.SharedRow{State: "synced", PurgesPending: 2} },
+		Feeds:    fakeFeeds{{Backend: "pg", Feed: "listen", Held: true, Up: true}, {Backend: "crm", Feed: "poll"}}})
+	published(a)
+	published(b)
+
+	w := httptest.NewRecorder()
+	a.ServeHTTP(w, httptest.NewRequest("GET", "/status", nil))
+	doc, err := html.Parse(strings.NewReader(w.Body.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := "2026-11-22 20:00:00Z"
+	want := [][]string{
+		{"a (this page)", " ", at, at, "3", "100.0%", "0", "0", "0", "", "0", "", ""},
+		{"b", " ", at, at, "7", "50.0%", "1", "5", "1", "synced", "2", "pg/listen", ""},
+	}
+	if diff := cmp.Diff(want, rows(doc, "fleet")); diff != "" {
+		t.Errorf("a's fleet table (-want +got):\n%s", diff)
+	}
+
+	// b falls silent for more than three intervals: a shows itself only.
+	clock = now.Add(3500 * time.Millisecond)
+	published(a)
+	var s statuspage.Snapshot
+	w = httptest.NewRecorder()
+	a.ServeHTTP(w, httptest.NewRequest("GET", "/status.json", nil))
+	if err := json.Unmarshal(w.Body.Bytes(), &s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Fleet) != 1 || s.Fleet[0].ID != "a" || !s.Fleet[0].Self || s.FleetError != "" {
+		t.Errorf("after b fell silent: fleet %+v, error %q", s.Fleet, s.FleetError)
+	}
+
+	// The store is unreachable: this replica, and why the others are missing.
+	fleet.err = errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
+	w = httptest.NewRecorder()
+	a.ServeHTTP(w, httptest.NewRequest("GET", "/status", nil))
+	if doc, err = html.Parse(strings.NewReader(w.Body.String())); err != nil {
+		t.Fatal(err)
+	}
+	if got := rows(doc, "fleet"); len(got) != 1 || got[0][0] != "a (this page)" {
+		t.Errorf("fleet rows with the store down: %q", got)
+	}
+	if !strings.Contains(w.Body.String(), "the other replicas cannot be read: dial tcp 127.0.0.1:6379: connect: connection refused") {
+		t.Error("the page does not say why the other replicas are missing")
+	}
+
+	// Without a fleet, no fleet table.
+	w = httptest.NewRecorder()
+	statuspage.New(statuspage.Options{}).ServeHTTP(w, httptest.NewRequest("GET", "/status", nil))
+	if strings.Contains(w.Body.String(), `id="fleet"`) {
+		t.Error("a page without a fleet has a fleet table")
 	}
 }

@@ -74,6 +74,7 @@ func (a *app) statusPage() http.Handler {
 		o.Cache = a.cache
 	}
 	if a.shared != nil {
+		o.Fleet = a.shared // every replica on one page
 		o.Shared = func() statuspage.SharedRow {
 			st := a.shared.Stats()
 			return statuspage.SharedRow{State: statuspage.SharedState(st.Synced, st.BreakerOpen),
@@ -91,7 +92,18 @@ func (a *app) statusPage() http.Handler {
 			return row
 		}
 	}
-	return statuspage.New(o)
+	p := statuspage.New(o)
+	if o.Fleet != nil {
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.Run(ctx)
+		}()
+		// Closers run in reverse: this stops before the shared tier closes.
+		a.closers = append(a.closers, func() { stop(); <-done })
+	}
+	return p
 }
 
 func ratio(part, whole uint64) float64 {
