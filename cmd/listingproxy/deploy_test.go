@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -229,12 +230,16 @@ func ruleQueries(t *testing.T, path string) []string {
 	return queries
 }
 
-// TestDeployQueriesNameExportedMetrics exercises the service (hits, misses,
-// a failing CRM tenant whose breaker opens, a purge, a tenant with a rate
-// limit), scrapes its /metrics, and checks that every metric the shipped
-// Grafana dashboard and Prometheus alert rules read is one it exports (so
-// a renamed metric cannot leave a panel or an alert silently empty).
-func TestDeployQueriesNameExportedMetrics(t *testing.T) {
+// deployFamilies wires the demo with a failing CRM tenant (both change
+// feeds, a rate-limited tenant), exercises it (hits, misses, the CRM's
+// breaker opening, an unknown parameter, a criteria error, a purge), and
+// returns it, the type of every family it exports, and its exposition.
+// The families only other configurations register (cache.shared,
+// cache.disk, cache.warm, the public listener's connection limits and
+// HTTP/2 guard) are added from registries of their own, registered as
+// the wiring does.
+func deployFamilies(t *testing.T) (*app, map[string]string, string) {
+	t.Helper()
 	crm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "down", http.StatusInternalServerError)
 	}))
@@ -262,9 +267,11 @@ func TestDeployQueriesNameExportedMetrics(t *testing.T) {
 	// The shared tier's families, exported with cache.shared (which this
 	// service has not): registered as sharedTier does.
 	sharedReg := prometheus.NewRegistry()
-	if err := telemetry.NewSharedCacheMetrics().Register(sharedReg, func() redistier.Stats { return redistier.Stats{} }); err != nil {
+	sm := telemetry.NewSharedCacheMetrics()
+	if err := sm.Register(sharedReg, func() redistier.Stats { return redistier.Stats{} }); err != nil {
 		t.Fatal(err)
 	}
+	sm.Observe("get", time.Millisecond, nil) // the histogram's family is exported once it has a series
 	sharedTypes, _ := exportedMetrics(t, promhttp.HandlerFor(sharedReg, promhttp.HandlerOpts{}))
 	maps.Copy(types, sharedTypes)
 	// Likewise the disk tier's, exported with cache.disk.
@@ -276,8 +283,29 @@ func TestDeployQueriesNameExportedMetrics(t *testing.T) {
 	if err := dm.WatchDiskCache(func() disktier.Stats { return disktier.Stats{} }); err != nil {
 		t.Fatal(err)
 	}
+	// And the public listener's and the warm-up's, exported by serve and
+	// with cache.warm.
+	if err := dm.WatchHTTP2Guard(func() uint64 { return 0 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := dm.WatchConnLimit(func() (uint64, uint64) { return 0, 0 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := dm.WatchWarm(func() (uint64, uint64, uint64) { return 0, 0, 0 }); err != nil {
+		t.Fatal(err)
+	}
 	diskTypes, _ := exportedMetrics(t, promhttp.HandlerFor(diskReg, promhttp.HandlerOpts{}))
 	maps.Copy(types, diskTypes)
+	return a, types, text
+}
+
+// TestDeployQueriesNameExportedMetrics exercises the service (hits, misses,
+// a failing CRM tenant whose breaker opens, a purge, a tenant with a rate
+// limit), scrapes its /metrics, and checks that every metric the shipped
+// Grafana dashboard and Prometheus alert rules read is one it exports (so
+// a renamed metric cannot leave a panel or an alert silently empty).
+func TestDeployQueriesNameExportedMetrics(t *testing.T) {
+	a, types, text := deployFamilies(t)
 	for _, want := range []string{
 		`listingproxy_cache_purges_total{kind="tenant",mode="soft",source="admin"} 1`,
 		`listingproxy_tenant_requests_total{backend="demo",cache="hit",tenant="harbour"} 1`,
