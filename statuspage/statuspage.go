@@ -384,10 +384,12 @@ type TenantRow struct {
 	TooMany      uint64 `json:"too_many"`
 	Invalid      uint64 `json:"invalid"`
 	// P50 and P99 are the median and 99th percentile of the time to
-	// answer since start, in seconds, estimated from the request-duration
-	// buckets; 0 before any request.
-	P50 float64 `json:"p50_seconds"`
-	P99 float64 `json:"p99_seconds"`
+	// answer over the last one to two minutes (RecentRequests requests),
+	// in seconds, estimated from the request-duration buckets; 0 without
+	// recent requests.
+	RecentRequests uint64  `json:"recent_requests"`
+	P50            float64 `json:"p50_seconds"`
+	P99            float64 `json:"p99_seconds"`
 }
 
 // SharedRow is the shared tier (cache.shared, Redis).
@@ -551,7 +553,7 @@ func tenantRow(t telemetry.TenantStats) TenantRow {
 	row := TenantRow{Tenant: t.Tenant, Backend: t.Backend, Requests: t.Requests, Misses: t.Misses, ServerErrors: t.ServerErrors,
 		Hits: t.Hits + t.Stale + t.StaleIfError + t.Negative, Stale: t.Stale + t.StaleIfError,
 		ClientErrors: t.ClientErrors, Unauthorized: t.Unauthorized, TooMany: t.TooMany, Invalid: t.Invalid,
-		P50: t.Latency.Quantile(0.5), P99: t.Latency.Quantile(0.99)}
+		RecentRequests: t.Recent.Count(), P50: t.Recent.Quantile(0.5), P99: t.Recent.Quantile(0.99)}
 	row.HitRatio = ratio(row.Hits, row.Hits+t.Misses+t.Bypass)
 	return row
 }

@@ -68,7 +68,7 @@ func TestSnapshot(t *testing.T) {
 		Now: func() time.Time { return now },
 		Traffic: fakeTraffic{
 			{Tenant: "harbour", Backend: "demo", Requests: 10, Hits: 5, Stale: 1, StaleIfError: 1, Negative: 1, Misses: 2,
-				ClientErrors: 3, Unauthorized: 0, TooMany: 2, Invalid: 4, Latency: latency(9)},
+				ClientErrors: 3, Unauthorized: 0, TooMany: 2, Invalid: 4, Latency: latency(90), Recent: latency(9)},
 			{Tenant: "summit", Backend: "legacy", Requests: 4, Misses: 1, Uncached: 3, ServerErrors: 3},
 			{Tenant: "quiet", Backend: "demo", Requests: 2, Uncached: 2},
 		},
@@ -85,7 +85,7 @@ func TestSnapshot(t *testing.T) {
 		Time: now, Started: now,
 		Tenants: []statuspage.TenantRow{
 			{Tenant: "harbour", Backend: "demo", Requests: 10, Hits: 8, Stale: 2, Misses: 2, HitRatio: 0.8,
-				ClientErrors: 3, TooMany: 2, Invalid: 4, P50: 0.0005 + 0.0005*5/9, P99: 0.001 + 0.249*(9.9-9)},
+				ClientErrors: 3, TooMany: 2, Invalid: 4, RecentRequests: 10, P50: 0.0005 + 0.0005*5/9, P99: 0.001 + 0.249*(9.9-9)},
 			{Tenant: "summit", Backend: "legacy", Requests: 4, Misses: 1, HitRatio: 0, ServerErrors: 3},
 			{Tenant: "quiet", Backend: "demo", Requests: 2},
 		},
@@ -200,7 +200,8 @@ func TestPageRendersTheData(t *testing.T) {
 		Now: func() time.Time { return now },
 		Traffic: fakeAllTraffic{
 			fakeTraffic: fakeTraffic{{Tenant: "harbour", Backend: "demo", Requests: 10, Hits: 8, Misses: 2,
-				ClientErrors: 3, TooMany: 2, Invalid: 4, ServerErrors: 1, Latency: latency(9)}},
+				ClientErrors: 3, TooMany: 2, Invalid: 4, ServerErrors: 1, Recent: latency(9)}},
+			// Requests since start, none recent: no latency to show.
 			anonymous: telemetry.TenantStats{Requests: 5, Uncached: 5, ClientErrors: 5, Unauthorized: 4, TooMany: 1, Latency: latency(4)},
 		},
 		Breakers: fakeBreakers{
@@ -231,7 +232,7 @@ func TestPageRendersTheData(t *testing.T) {
 	want := map[string][][]string{
 		"tenants": {
 			{"harbour", "demo", "–", "10", "0.78 ms", "225.10 ms", "80.0%", "0", "2", "3", "0", "2", "4", "1"},
-			{"(unauthenticated)", "", "–", "5", "0.81 ms", "237.55 ms", "0.0%", "0", "0", "5", "4", "1", "0", "0"},
+			{"(unauthenticated)", "", "–", "5", "–", "–", "0.0%", "0", "0", "5", "4", "1", "0", "0"},
 		},
 		"backends": {
 			{"demo", "open", "backend: closed; harbour: open (retry in 2s) after: HTTP 500 <b>", "0", "", ""},

@@ -298,13 +298,13 @@ func TestMiddlewareFeedsDigestAndTenants(t *testing.T) {
 		{Tenant: "harbour", Backend: "demo", Requests: 6, Hits: 1, StaleIfError: 1, Uncached: 4, ClientErrors: 2, TooMany: 1, Invalid: 1},
 		{Tenant: "summit", Backend: "crm", Requests: 3, Misses: 3, ServerErrors: 3},
 	}
-	noLatency := cmpopts.IgnoreFields(telemetry.TenantStats{}, "Latency")
+	noLatency := cmpopts.IgnoreFields(telemetry.TenantStats{}, "Latency", "Recent")
 	if diff := cmp.Diff(want, m.Tenants(), noLatency); diff != "" {
 		t.Errorf("Tenants() (-want +got):\n%s", diff)
 	}
 	for _, s := range m.Tenants() {
-		if s.Latency.Count() != s.Requests {
-			t.Errorf("%s: %d latencies for %d requests", s.Tenant, s.Latency.Count(), s.Requests)
+		if s.Latency.Count() != s.Requests || s.Recent.Count() != s.Requests {
+			t.Errorf("%s: %d latencies (%d recent) for %d requests", s.Tenant, s.Latency.Count(), s.Recent.Count(), s.Requests)
 		}
 	}
 	anonymous := telemetry.TenantStats{Requests: 2, Uncached: 2, ClientErrors: 2, Unauthorized: 1, TooMany: 1}

@@ -127,7 +127,7 @@ func Middleware(o AccessOptions) func(http.Handler) http.Handler {
 					m.AuthFailures.Inc()
 				}
 				if note.Tenant != "" || note.AuthFailed || note.Refused {
-					m.tenants.count(note.Tenant, note.Backend, note.Cache, rec.status, note.Invalid, elapsed.Seconds())
+					m.tenants.count(note.Tenant, note.Backend, note.Cache, rec.status, note.Invalid, elapsed.Seconds(), int64((start+elapsed)/time.Minute))
 				}
 			}
 			if note.Err != nil && rec.status >= 500 && o.Errors != nil {

@@ -162,8 +162,10 @@ type TenantStats struct {
 	// TooMany (429); Invalid counts answers with the spec's error list
 	// (criteria errors: HTTP 200, so no status code shows them).
 	ClientErrors, Unauthorized, TooMany, Invalid uint64
-	// Latency is the distribution of the time to answer.
-	Latency Histogram
+	// Latency is the distribution of the time to answer since start;
+	// Recent the same over the last one to two minutes (the minute under
+	// way and the one before).
+	Latency, Recent Histogram
 }
 
 // Histogram is a distribution in fixed buckets: Counts[i] observations at
@@ -226,6 +228,27 @@ type tenantCounters struct {
 	tooMany         atomic.Uint64
 	invalid         atomic.Uint64
 	latency         [len(latencyBounds) + 1]atomic.Uint64
+	// recent are the latencies of two minutes, by minute since epoch
+	// modulo 2: the minute under way and the one before.
+	recent [2]latencyWindow
+}
+
+// latencyWindow is the latencies of one minute. A minute's first request
+// clears the window of two minutes before; a request counted in that
+// instant may be lost, which a status page can afford.
+type latencyWindow struct {
+	minute atomic.Int64 // minutes since epoch, plus one (0: never used)
+	counts [len(latencyBounds) + 1]atomic.Uint64
+}
+
+// add counts an observation in bucket b at minute (since epoch).
+func (w *latencyWindow) add(minute int64, b int) {
+	if m := w.minute.Load(); m != minute+1 && w.minute.CompareAndSwap(m, minute+1) {
+		for i := range w.counts {
+			w.counts[i].Store(0)
+		}
+	}
+	w.counts[b].Add(1)
 }
 
 // tenantTraffic holds a tenantCounters per tenant: one map read and a few
@@ -237,7 +260,8 @@ type tenantTraffic struct {
 	anonymous tenantCounters
 }
 
-func (t *tenantTraffic) count(tenant, backend, outcome string, status int, invalid bool, seconds float64) {
+// count counts a request of tenant answered at minute (since epoch).
+func (t *tenantTraffic) count(tenant, backend, outcome string, status int, invalid bool, seconds float64, minute int64) {
 	var c *tenantCounters
 	if tenant == "" {
 		c = &t.anonymous
@@ -273,12 +297,16 @@ func (t *tenantTraffic) count(tenant, backend, outcome string, status int, inval
 	}
 	b, _ := slices.BinarySearch(latencyBuckets, seconds)
 	c.latency[b].Add(1)
+	c.recent[minute%2].add(minute, b)
 }
 
-func (c *tenantCounters) stats() TenantStats {
+// stats are c's counts; Recent holds the minutes now (since epoch) and the
+// one before.
+func (c *tenantCounters) stats(now int64) TenantStats {
 	s := TenantStats{Tenant: c.tenant, Backend: c.backend, ServerErrors: c.serverErrors.Load(),
 		ClientErrors: c.clientErrors.Load(), Unauthorized: c.unauthorized.Load(), TooMany: c.tooMany.Load(), Invalid: c.invalid.Load(),
-		Latency: Histogram{Bounds: latencyBuckets, Counts: make([]uint64, len(c.latency))}}
+		Latency: Histogram{Bounds: latencyBuckets, Counts: make([]uint64, len(c.latency))},
+		Recent:  Histogram{Bounds: latencyBuckets, Counts: make([]uint64, len(c.latency))}}
 	counts := []*uint64{&s.Hits, &s.Stale, &s.StaleIfError, &s.Misses, &s.Negative, &s.Bypass, &s.Uncached}
 	for i := range c.outcomes {
 		*counts[i] = c.outcomes[i].Load()
@@ -287,13 +315,25 @@ func (c *tenantCounters) stats() TenantStats {
 	for i := range c.latency {
 		s.Latency.Counts[i] = c.latency[i].Load()
 	}
+	for j := range c.recent {
+		w := &c.recent[j]
+		if m := w.minute.Load() - 1; m != now && m != now-1 {
+			continue
+		}
+		for i := range w.counts {
+			s.Recent.Counts[i] += w.counts[i].Load()
+		}
+	}
 	return s
 }
 
-func (t *tenantTraffic) snapshot() []TenantStats {
+// minuteNow is the minute under way, since epoch (Middleware's clock).
+func minuteNow() int64 { return int64(time.Since(epoch) / time.Minute) }
+
+func (t *tenantTraffic) snapshot(now int64) []TenantStats {
 	var out []TenantStats
 	t.m.Range(func(_, v any) bool {
-		out = append(out, v.(*tenantCounters).stats())
+		out = append(out, v.(*tenantCounters).stats(now))
 		return true
 	})
 	slices.SortFunc(out, func(a, b TenantStats) int { return cmp.Compare(a.Tenant, b.Tenant) })
@@ -302,12 +342,12 @@ func (t *tenantTraffic) snapshot() []TenantStats {
 
 // Tenants returns each tenant's request counts since start, by tenant name.
 // Tenants appear after their first request.
-func (m *Metrics) Tenants() []TenantStats { return m.tenants.snapshot() }
+func (m *Metrics) Tenants() []TenantStats { return m.tenants.snapshot(minuteNow()) }
 
 // Unauthenticated returns the counts of the API requests answered without
 // a tenant: refused for missing or wrong credentials (401) or throttled
 // before authentication (429). Its Tenant and Backend are "".
-func (m *Metrics) Unauthenticated() TenantStats { return m.tenants.anonymous.stats() }
+func (m *Metrics) Unauthenticated() TenantStats { return m.tenants.anonymous.stats(minuteNow()) }
 
 var (
 	descTenantRequests = prometheus.NewDesc("listingproxy_tenant_requests_total",

@@ -89,8 +89,8 @@ func TestStatusPageWithCredentialsInURL(t *testing.T) {
 		row, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#tenants tr[data-tenant="harbour"]`)))
 		return err
 	})
-	if !strings.Contains(row, "demo") {
-		t.Errorf("harbour's row %q, rendered by the server, does not name its backend", row)
+	if !strings.Contains(row, "demo") || !strings.Contains(row, " ms") {
+		t.Errorf("harbour's row %q, rendered by the server, does not name its backend or show its latency", row)
 	}
 	// Chromium drops the credentials from location.href; other browsers
 	// keep them, and fetch refuses a URL that carries them. The page's
