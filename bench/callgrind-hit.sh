@@ -13,6 +13,7 @@
 #   CONNECTIONS=256 LL=524288,8,64 bash bench/callgrind-hit.sh   # LL sized as one core's L2
 #   ENV='GOGC=100' bash bench/callgrind-hit.sh           # environment of the server
 #   URL_PATH='/au/properties.xml?detail=full&limit=22' bash bench/callgrind-hit.sh
+#   HEADER='Accept-Encoding: gzip' bash bench/callgrind-hit.sh   # one more request header (the stored gzip form)
 #   DUMP=/tmp/c64.cg bash bench/callgrind-hit.sh         # keep callgrind's dump (callgrind_annotate it)
 #   SERVER=bare bash bench/callgrind-hit.sh              # bench/cmd/bareproxy (the net/http ceiling) under callgrind instead,
 #                                                        # filled from a native listingproxy: the same bytes, net/http's share alone
@@ -32,6 +33,7 @@ WARMUP=${WARMUP:-10s}
 LL=${LL:-33554432,16,64}
 URL_PATH=${URL_PATH:-/au/properties/1.xml}
 ENV=${ENV:-}
+HEADER=${HEADER:-}
 SERVER=${SERVER:-listingproxy}
 case "$SERVER" in listingproxy|bare) ;; *) echo "SERVER must be listingproxy or bare, not $SERVER" >&2; exit 2;; esac
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-900}
@@ -69,10 +71,11 @@ vg=$!
 pids+=("$vg")
 wait_port "$port"
 URL="http://127.0.0.1:$port$URL_PATH"
-curl -fsS -H "$AUTH" "$URL" -o /dev/null
-wrk -t1 -c"$CONNECTIONS" -d"$WARMUP" --timeout 60s -H "$AUTH" "$URL" >/dev/null
+hdr=(-H "$AUTH"); [ -n "$HEADER" ] && hdr+=(-H "$HEADER")
+curl -fsS "${hdr[@]}" "$URL" -o /dev/null
+wrk -t1 -c"$CONNECTIONS" -d"$WARMUP" --timeout 60s "${hdr[@]}" "$URL" >/dev/null
 callgrind_control -i on "$vg" >/dev/null 2>&1
-out=$(wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --timeout 60s -H "$AUTH" "$URL")
+out=$(wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --timeout 60s "${hdr[@]}" "$URL")
 callgrind_control -d "$vg" >/dev/null 2>&1
 callgrind_control -i off "$vg" >/dev/null 2>&1
 if grep -qE 'Non-2xx|Socket errors' <<<"$out"; then
@@ -82,7 +85,7 @@ fi
 n=$(awk '/requests in/ {print $1}' <<<"$out")
 dump=$(ls "$work"/cg.out.* | head -n1)
 [ -n "${DUMP:-}" ] && cp "$dump" "$DUMP"
-printf '%s: %s, %s connections, %s hits in %s, LL %s%s\n' "$SERVER" "$URL_PATH" "$CONNECTIONS" "$n" "$DURATION" "$LL" "${ENV:+, $ENV}"
+printf '%s: %s, %s connections, %s hits in %s, LL %s%s%s\n' "$SERVER" "$URL_PATH" "$CONNECTIONS" "$n" "$DURATION" "$LL" "${ENV:+, $ENV}" "${HEADER:+, $HEADER}"
 callgrind_annotate "$dump" 2>/dev/null | grep 'PROGRAM TOTALS' | tr -d ',' | awk -v n="$n" '
   {printf "per hit: Ir %.0f  Dr %.0f  Dw %.0f  I1mr %.1f  D1mr %.1f  D1mw %.1f  LLmr %.2f  LLmw %.2f\n",
     $1/n, $3/n, $5/n, $7/n, $9/n, $11/n, ($13+$15)/n, $17/n}'

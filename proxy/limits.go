@@ -57,17 +57,32 @@ func newClockMemoCost[K comparable, V any](size, budget int, costOf func(K, V) i
 }
 
 func (c *clockMemo[K, V]) get(k K) (V, bool) {
-	c.mu.RLock()
-	e := c.m[k]
-	c.mu.RUnlock()
+	e := c.entry(k)
 	if e == nil {
 		var zero V
 		return zero, false
 	}
+	return e.v, true
+}
+
+// entry is get's entry, marked used; nil when k is not held. An entry is
+// immutable but for its flag: a caller may keep it and mark it used again
+// (touch), which is harmless once it is evicted.
+func (c *clockMemo[K, V]) entry(k K) *clockEntry[K, V] {
+	c.mu.RLock()
+	e := c.m[k]
+	c.mu.RUnlock()
+	if e != nil {
+		e.touch()
+	}
+	return e
+}
+
+// touch marks e used since the hand last passed it.
+func (e *clockEntry[K, V]) touch() {
 	if !e.used.Load() { // a store only when needed: no cache-line churn on hits
 		e.used.Store(true)
 	}
-	return e.v, true
 }
 
 func (c *clockMemo[K, V]) put(k K, v V) {

@@ -25,6 +25,7 @@ import (
 	"listingproxy/internal/memlimit"
 	"listingproxy/internal/onewrite"
 	"listingproxy/internal/serving"
+	"listingproxy/proxy"
 	"listingproxy/telemetry"
 )
 
@@ -236,9 +237,12 @@ func newHTTPServer(c config.Server, h http.Handler, log *slog.Logger) *http.Serv
 func publicServer(c config.Server, h http.Handler, log *slog.Logger, ln net.Listener, tls bool, connState func(net.Conn, http.ConnState)) serving.Server {
 	srv := newHTTPServer(c, h, log)
 	srv.ConnState = connState
+	srv.ConnContext = proxy.ConnContext // each connection's memo of its verified credentials
 	if !tls {
 		ln = onewrite.Listener(ln)
-		srv.ConnContext = onewrite.ConnContext
+		srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+			return onewrite.ConnContext(proxy.ConnContext(ctx, c), c)
+		}
 	}
 	return serving.Server{HTTP: srv, Listener: ln}
 }
