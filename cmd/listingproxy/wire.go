@@ -90,6 +90,12 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, now func()
 
 func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err error) {
 	log, now := d.log, d.now
+	if d.stdout == nil {
+		d.stdout = io.Discard
+	}
+	if d.getenv == nil {
+		d.getenv = func(string) string { return "" }
+	}
 	a := &app{log: log, cfg: cfg}
 	defer func() {
 		if err != nil {
@@ -105,7 +111,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	if tp == nil {
 		a.tracing, err = telemetry.NewTracing(ctx, telemetry.TraceOptions{
 			ServiceName: cfg.Telemetry.ServiceName, Exporter: cfg.Telemetry.Exporter, Endpoint: cfg.Telemetry.OTLPEndpoint,
-			SampleRatio: *cfg.Telemetry.SampleRatio, Stdout: cmpWriter(d.stdout), Getenv: cmpGetenv(d.getenv),
+			SampleRatio: *cfg.Telemetry.SampleRatio, Stdout: d.stdout, Getenv: d.getenv,
 			Log: log, Now: now, ExportFailed: a.metrics.TraceExportFailures.Inc,
 		})
 		if err != nil {
@@ -148,13 +154,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		t := cfg.Tenants[name]
 		pt := proxy.Tenant{Name: name, Backend: decorated[t.Backend], BackendName: t.Backend, Upstream: t.UpstreamTenant,
 			JSONSingleObject: t.Compat.JSONSingleObject, JSONNumericIDs: t.Compat.JSONNumericIDs, JSONVideoURL: t.Compat.JSONVideoURL, StrictParams: t.StrictParams}
-		pt.JSONSingleObjectItems = itemSet(t.Compat.JSONSingleObjectItems)
-		if len(t.ExtraFields) > 0 {
-			pt.ExtraFields = make(map[string]bool, len(t.ExtraFields))
-			for _, f := range t.ExtraFields {
-				pt.ExtraFields[f] = true
-			}
-		}
+		pt.JSONSingleObjectItems, pt.ExtraFields = itemSet(t.Compat.JSONSingleObjectItems), itemSet(t.ExtraFields)
 		if cb := cfg.Backends[t.Backend].CRM; cb != nil {
 			pt.MaxResults = cmp.Or(cb.MaxResults, -1) // none unless the backend sets one
 			pt.MaxOffset = cmp.Or(cb.MaxOffset, -1)   // likewise
@@ -348,20 +348,6 @@ func itemSet(items []string) map[string]bool {
 		m[it] = true
 	}
 	return m
-}
-
-func cmpWriter(w io.Writer) io.Writer {
-	if w == nil {
-		return io.Discard
-	}
-	return w
-}
-
-func cmpGetenv(getenv func(string) string) func(string) string {
-	if getenv == nil {
-		return func(string) string { return "" }
-	}
-	return getenv
 }
 
 func permissions(names []string) proxy.Permissions {
