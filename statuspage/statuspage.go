@@ -79,6 +79,7 @@ type Feeds interface {
 type Fleet interface {
 	PublishStatus(ctx context.Context, id string, record []byte, ttl time.Duration, now time.Time) error
 	Replicas(ctx context.Context, now time.Time) (map[string][]byte, error)
+	ForgetStatus(ctx context.Context, id string) error
 }
 
 // Options are the page's sources; a nil source leaves its part out. Now
@@ -140,7 +141,7 @@ func New(o Options) *Page {
 var pages atomic.Int64
 
 // Run publishes this replica's summary to the fleet (Options.Fleet) now
-// and every Options.Publish until ctx ends. Without a Fleet it returns at
+// and every Options.Publish until ctx ends, and then deletes it. Without a Fleet it returns at
 // once. A failed publication is retried at the next tick: the page shows
 // why the fleet cannot be read.
 func (p *Page) Run(ctx context.Context) {
@@ -153,6 +154,8 @@ func (p *Page) Run(ctx context.Context) {
 		p.publish(ctx)
 		select {
 		case <-ctx.Done():
+			// Stopping: off the fleet's page now, not after the ttl.
+			_ = p.o.Fleet.ForgetStatus(context.WithoutCancel(ctx), p.o.ID)
 			return
 		case <-tick.C:
 		}

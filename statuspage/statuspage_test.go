@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -266,6 +268,8 @@ type fakeFleet struct {
 	mu   sync.Mutex
 	recs map[string]fleetRecord
 	err  error
+	// keep are the ids ForgetStatus leaves alone (published).
+	keep map[string]bool
 }
 
 type fleetRecord struct {
@@ -286,6 +290,18 @@ func (f *fakeFleet) PublishStatus(_ context.Context, id string, rec []byte, ttl 
 	return nil
 }
 
+func (f *fakeFleet) ForgetStatus(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	if !f.keep[id] {
+		delete(f.recs, id)
+	}
+	return nil
+}
+
 func (f *fakeFleet) Replicas(_ context.Context, now time.Time) (map[string][]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -301,11 +317,21 @@ func (f *fakeFleet) Replicas(_ context.Context, now time.Time) (map[string][]byt
 	return out, nil
 }
 
-// published runs p's publisher once.
-func published(p *statuspage.Page) {
+// published runs p's publisher until its first publication, then stops it
+// (which forgets the record) and puts the record back, as a replica still
+// running would have it.
+func published(t *testing.T, f *fakeFleet, p *statuspage.Page, id string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	p.Run(ctx) // publishes once, then sees ctx ended
+	f.mu.Lock()
+	kept := f.keep
+	f.keep = map[string]bool{id: true}
+	f.mu.Unlock()
+	p.Run(ctx) // publishes once, sees ctx ended, forgets
+	f.mu.Lock()
+	f.keep = kept
+	f.mu.Unlock()
 }
 
 // TestFleet: with a fleet, each replica's page shows every replica that
@@ -324,8 +350,8 @@ func TestFleet(t *testing.T) {
 		Breakers: fakeBreakers{{Backend: "demo", Tenant: "harbour", State: breaker.StateOpen}},
 		Shared:   func() statuspage.SharedRow { return statuspage.SharedRow{State: "synced", PurgesPending: 2} },
 		Feeds:    fakeFeeds{{Backend: "pg", Feed: "listen", Held: true, Up: true}, {Backend: "crm", Feed: "poll"}}})
-	published(a)
-	published(b)
+	published(t, fleet, a, "a")
+	published(t, fleet, b, "b")
 
 	w := httptest.NewRecorder()
 	a.ServeHTTP(w, httptest.NewRequest("GET", "/status", nil))
@@ -344,7 +370,7 @@ func TestFleet(t *testing.T) {
 
 	// b falls silent for more than three intervals: a shows itself only.
 	clock = now.Add(3500 * time.Millisecond)
-	published(a)
+	published(t, fleet, a, "a")
 	var s statuspage.Snapshot
 	w = httptest.NewRecorder()
 	a.ServeHTTP(w, httptest.NewRequest("GET", "/status.json", nil))
@@ -367,6 +393,16 @@ func TestFleet(t *testing.T) {
 	}
 	if !strings.Contains(w.Body.String(), "the other replicas cannot be read: dial tcp 127.0.0.1:6379: connect: connection refused") {
 		t.Error("the page does not say why the other replicas are missing")
+	}
+
+	// A replica that stops forgets its record: off the page at once.
+	fleet.err = nil
+	published(t, fleet, b, "b")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	b.Run(ctx)
+	if recs, _ := fleet.Replicas(context.Background(), clock); recs["b"] != nil || recs["a"] == nil {
+		t.Errorf("after b stopped, the fleet holds %v: want a's record only", slices.Collect(maps.Keys(recs)))
 	}
 
 	// Without a fleet, no fleet table.

@@ -91,3 +91,14 @@ func (t *Tier) Replicas(ctx context.Context, now time.Time) (map[string][]byte, 
 	}
 	return out, nil
 }
+
+// ForgetStatus deletes id's status record: a replica that stops drops off
+// the fleet's page at once instead of after its ttl.
+func (t *Tier) ForgetStatus(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, t.deadline)
+	defer cancel()
+	if err := t.rdb.HDel(ctx, t.statusKey(), id).Err(); err != nil {
+		return fmt.Errorf("redistier: status: %w", err)
+	}
+	return nil
+}

@@ -54,6 +54,17 @@ func TestStatusRecords(t *testing.T) {
 		t.Errorf("the status hash's TTL is %v, want (0, 20s]: it must vanish with the fleet", ttl)
 	}
 
+	// A replica that stops forgets its record.
+	if err := a.PublishStatus(ctx, "a", []byte(`{"n":1}`), 10*time.Second, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.ForgetStatus(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Replicas(ctx, now); err != nil || got["a"] != nil || got["b"] == nil {
+		t.Errorf("after a forgot its record: %q, %v; want b's only", got, err)
+	}
+
 	// The bound: fill the hash, then a new replica is refused, b renews.
 	for i := range redistier.MaxStatusRecords - 1 {
 		if err := a.PublishStatus(ctx, fmt.Sprintf("r%03d", i), []byte("{}"), time.Minute, now); err != nil {
@@ -93,6 +104,9 @@ func TestStatusRedisDown(t *testing.T) {
 	}
 	if _, err := tier.Replicas(ctx, time.Now()); err == nil {
 		t.Error("Replicas with Redis down succeeded")
+	}
+	if err := tier.ForgetStatus(ctx, "a"); err == nil {
+		t.Error("ForgetStatus with Redis down succeeded")
 	}
 	if ctx.Err() != nil {
 		t.Error("the calls outlived their deadline")
