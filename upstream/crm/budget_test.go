@@ -40,7 +40,10 @@ func TestDecodeBudget(t *testing.T) {
 	})
 	// The call's Timeout ends a wait for budget; the outcome does not
 	// depend on it, since the huge answer holds its bytes until released.
-	c := newTestClient(t, f, Options{MaxBodyBytes: 1 << 20, MaxDecodingBytes: 1<<20 + 256<<10, Timeout: 200 * time.Millisecond})
+	// Timeout is short only while the large answers wait (they can never
+	// get the budget then, whatever the machine's speed); the reads that
+	// must succeed have an hour (nothing else uses c meanwhile).
+	c := newTestClient(t, f, Options{MaxBodyBytes: 1 << 20, MaxDecodingBytes: 1<<20 + 256<<10, Timeout: time.Hour})
 	hold := &grant{b: c.budget} // the huge answer being decoded
 	if err := hold.cover(t.Context(), huge); err != nil {
 		t.Fatal(err)
@@ -50,6 +53,7 @@ func TestDecodeBudget(t *testing.T) {
 			t.Fatalf("small answer %d beside the huge one = %v", i, err)
 		}
 	}
+	c.timeout = 200 * time.Millisecond
 	for _, id := range []int64{2, 3} {
 		_, err := c.GetProperty(t.Context(), harbourAU, id)
 		if !errors.Is(err, upstream.ErrBusy) || errors.Is(err, errTimeout) {
@@ -74,6 +78,7 @@ func TestDecodeBudget(t *testing.T) {
 		t.Errorf("budget waits %d, bytes granted %d; want 2 and the huge answer's %d", st.BudgetWaits, st.DecodingBytes, huge)
 	}
 	hold.release()
+	c.timeout = time.Hour
 	for _, id := range []int64{2, 3} { // read now (and malformed: blanks only)
 		if _, err := c.GetProperty(t.Context(), harbourAU, id); !errors.Is(err, errMalformed) {
 			t.Errorf("large answer %d with room in the budget = %v, want it read (malformed)", id, err)
