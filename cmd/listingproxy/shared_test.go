@@ -29,19 +29,7 @@ func fleetOf(t *testing.T, n int) []*app {
 	if addr == "" {
 		t.Skip("LISTINGPROXY_TEST_REDIS_ADDR is not set: set it to a Redis host:port (CI does) to run the fleet tests")
 	}
-	path := demoConfig(t)
-	src, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	shared := "  fill_timeout: 10s\n  shared:\n    addrs: [\"" + addr + "\"]\n    key_prefix: \"lptest:" + rand.Text()[:10] + ":\"\n"
-	s := strings.Replace(string(src), "  fill_timeout: 10s\n", shared, 1)
-	if s == string(src) {
-		t.Fatal("config.yaml has no cache.fill_timeout line to add cache.shared after")
-	}
-	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := sharedDemoConfig(t, addr)
 	apps := make([]*app, n)
 	for i := range apps {
 		apps[i] = newAppFrom(t, path) // the first seeds the demo database
@@ -127,4 +115,24 @@ func TestSharedTierChangeNeedsRestart(t *testing.T) {
 	if got := config.WithFixed(&next, cur); got.Cache.Shared != nil {
 		t.Error("WithFixed took the new cache.shared; want the one in force")
 	}
+}
+
+// sharedDemoConfig is demoConfig with cache.shared on the Redis at addr,
+// under a key prefix of the test's own.
+func sharedDemoConfig(t *testing.T, addr string) string {
+	t.Helper()
+	path := demoConfig(t)
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := "  fill_timeout: 10s\n  shared:\n    addrs: [\"" + addr + "\"]\n    key_prefix: \"lptest:" + rand.Text()[:10] + ":\"\n"
+	s := strings.Replace(string(src), "  fill_timeout: 10s\n", shared, 1)
+	if s == string(src) {
+		t.Fatal("config.yaml has no cache.fill_timeout line to add cache.shared after")
+	}
+	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -138,13 +138,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("admin:admin-demo"))
 	bounded("load the page", func(ctx context.Context) error {
 		err := chromedp.Do(ctx,
-			chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-				if _, err := cdp.Call(ctx, t, network.Enable, network.EnableParams{}); err != nil {
-					return err
-				}
-				_, err := cdp.Call(ctx, t, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": auth}})
-				return err
-			}),
+			sendAuthorization(auth),
 			chromedp.Navigate(admin.URL+"/status"),
 			chromedp.WaitVisible(chromedp.CSS(`#tenants`)),
 		)
@@ -194,4 +188,16 @@ func TestStatusPageInBrowser(t *testing.T) {
 	if lastError == "" {
 		t.Errorf("legacy's row %q shows no last error", legacy)
 	}
+}
+
+// sendAuthorization makes the browser send auth as the Authorization
+// header of every request from then on.
+func sendAuthorization(auth string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		if _, err := cdp.Call(ctx, t, network.Enable, network.EnableParams{}); err != nil {
+			return err
+		}
+		_, err := cdp.Call(ctx, t, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": auth}})
+		return err
+	})
 }

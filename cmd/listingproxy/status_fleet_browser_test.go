@@ -2,21 +2,17 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/redis/go-redis/v9"
 
@@ -165,19 +161,7 @@ func startOwnRedis(t *testing.T) (*exec.Cmd, string) {
 func TestStatusPageFleetRedisDown(t *testing.T) {
 	step := headless(t)
 	srv, addr := startOwnRedis(t)
-	path := demoConfig(t)
-	src, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	shared := "  fill_timeout: 10s\n  shared:\n    addrs: [\"" + addr + "\"]\n    key_prefix: \"lptest:" + rand.Text()[:10] + ":\"\n"
-	s := strings.Replace(string(src), "  fill_timeout: 10s\n", shared, 1)
-	if s == string(src) {
-		t.Fatal("config.yaml has no cache.fill_timeout line to add cache.shared after")
-	}
-	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := sharedDemoConfig(t, addr)
 	a, b := newAppFrom(t, path), newAppFrom(t, path)
 	testkit.WaitFor(t, "the replicas to read the fleet's purges", func() bool { return a.shared.Synced() && b.shared.Synced() })
 	for range 3 {
@@ -190,13 +174,7 @@ func TestStatusPageFleetRedisDown(t *testing.T) {
 	auth := "Basic " + "YWRtaW46YWRtaW4tZGVtbw==" // admin:admin-demo
 	step("load a's page", func(ctx context.Context) error {
 		return chromedp.Do(ctx,
-			chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-				if _, err := cdp.Call(ctx, t, network.Enable, network.EnableParams{}); err != nil {
-					return err
-				}
-				_, err := cdp.Call(ctx, t, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": auth}})
-				return err
-			}),
+			sendAuthorization(auth),
 			chromedp.Navigate(admin.URL+"/status"),
 			chromedp.WaitReady(chromedp.CSS(`#fleet`)),
 		)
