@@ -16,11 +16,17 @@ import (
 	"listingproxy/upstream/breaker"
 )
 
-// This file turns a validated Config into the arguments of the packages
-// config already imports (cache, clientip, upstream, upstream/breaker)
-// and answers the questions of it that cmd asks more than once. The
-// constructors of other packages (proxy, the adapters, the tiers) take
-// options cmd fills, so that config stays below them.
+// config turns a validated Config into every package's options: this
+// file (the cache's policies, the breakers' settings, the trusted
+// prefixes, the countries' zones, and the questions cmd asks of a
+// configuration), options_proxy.go (proxy, the cache, the warm-up's
+// budgets), options_backends.go (the adapters and their change feeds) and
+// options_serve.go (the HTTP servers, the connection limits, tracing, the
+// second tiers). cmd only composes the parts: it adds what is not
+// configuration (clocks, loggers, tracers, the objects it built) and
+// calls the constructors. The packages keep taking plain options and
+// never import config; config sits above them (only programs import it),
+// so a new key is decoded, validated and converted in this one package.
 
 // Policies are each resource's freshness policy (cache.Policy), by
 // config.Resources.

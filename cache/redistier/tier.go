@@ -668,7 +668,7 @@ func (t *Tier) release(ctx context.Context, eid, tok, msg string) {
 	}, nil)
 }
 
-// ClientOptions say how to reach Redis (cmd builds them from
+// ClientOptions say how to reach Redis (config builds them from
 // cache.shared).
 type ClientOptions struct {
 	// Addrs: one address for a standalone server, several for a cluster,

@@ -81,26 +81,15 @@ func openBackend(ctx context.Context, name string, cfg *config.Config, log *slog
 // openCRM opens a crm backend: the CRM client with each of its tenants'
 // upstream credentials.
 func openCRM(_ context.Context, name string, cfg *config.Config, env openEnv) (upstream.Backend, func(), error) {
-	b := cfg.Backends[name].CRM
-	creds := map[string]crm.Credential{}
-	for _, tn := range cfg.TenantsOf(name) {
-		t := cfg.Tenants[tn]
-		creds[t.UpstreamTenant] = crm.Credential{Username: t.UpstreamUsername, Password: t.UpstreamPassword}
-	}
-	mode, err := crm.ParseHydrateMode(b.Hydrate)
+	o, err := cfg.CRMOptions(name)
 	if err != nil {
 		return nil, nil, err
 	}
-	var wrap func(http.RoundTripper) http.RoundTripper
+	o.Now, o.Logger = env.now, env.log.With("backend", name)
 	if env.tp != nil {
-		wrap = func(rt http.RoundTripper) http.RoundTripper { return telemetry.Transport(rt, env.tp) }
+		o.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return telemetry.Transport(rt, env.tp) }
 	}
-	c, err := crm.New(crm.Options{
-		BaseURL: b.URL, Credentials: creds, Timeout: b.Timeout.D(), MaxConcurrency: b.MaxConcurrency,
-		MaxBodyBytes: int64(b.MaxBodyBytes), MaxDecodingBytes: int64(b.MaxDecodingBytes), MaxElements: b.MaxElements, Hydrate: mode, HydrateConcurrency: b.HydrateConcurrency,
-		DocTTL: b.DocTTL.D(), Now: env.now, WrapTransport: wrap, Logger: env.log.With("backend", name),
-		PassThrough: !b.Rerender,
-	})
+	c, err := crm.New(o)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -111,19 +100,14 @@ func openCRM(_ context.Context, name string, cfg *config.Config, env openEnv) (u
 // start-up is waited for (sqlstore.Open), so the demo's migration and
 // seeding run when it first answers.
 func openSQL(ctx context.Context, name string, cfg *config.Config, env openEnv) (upstream.Backend, func(), error) {
-	kind, b := cfg.Backends[name].Kind, cfg.Backends[name].SQL
-	var setup func(context.Context, *sqlstore.Store) error
+	sc, b := cfg.SQLConfig(name), cfg.Backends[name].SQL
+	sc.Now, sc.Logger, sc.TracerProvider = env.now, env.log.With("backend", name), env.tp
 	if b.SeedDemo {
-		setup = func(ctx context.Context, st *sqlstore.Store) error {
+		sc.Setup = func(ctx context.Context, st *sqlstore.Store) error {
 			return st.SetupDemo(ctx, demo.Options{Now: env.now()}, b.Notify)
 		}
 	}
-	st, err := sqlstore.Open(ctx, sqlstore.Config{
-		Dialect: kind, DSN: b.DSN, Now: env.now,
-		MaxOpenConns: b.MaxOpenConns, MaxIdleConns: b.MaxIdleConns, PreparedStatements: b.PreparedStatements,
-		ConnMaxLifetime: b.ConnMaxLifetime.D(), QueryTimeout: b.QueryTimeout.D(),
-		Logger: env.log.With("backend", name), TracerProvider: env.tp, Setup: setup,
-	})
+	st, err := sqlstore.Open(ctx, sc)
 	if err != nil {
 		return nil, nil, err
 	}

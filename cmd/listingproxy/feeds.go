@@ -54,11 +54,7 @@ func startFeeds(cfg *config.Config, backends, decorated map[string]upstream.Back
 				receivers[tn] = rc
 			}
 		}
-		byUpstream := map[string][]string{} // backend tenant -> our tenants
-		for _, tn := range cfg.TenantsOf(name) {
-			u := cfg.Tenants[tn].UpstreamTenant
-			byUpstream[u] = append(byUpstream[u], tn)
-		}
+		byUpstream := cfg.TenantsByUpstream(name)
 		for _, f := range fs {
 			feeds = append(feeds, freshness.Feed{Backend: name, Feed: f, Tenants: byUpstream})
 		}
@@ -99,16 +95,9 @@ func sqlFeeds(e feedEnv) ([]upstream.ChangeFeed, error) {
 	if sb.Notify {
 		fs = append(fs, st.NotifyFeed())
 	}
-	if bl := sb.Binlog; bl != nil {
-		o := binlog.Options{ServerID: bl.ServerID, Heartbeat: bl.Heartbeat.D(), Where: "backends." + e.name + ".binlog"}
-		if len(bl.Tables) > 0 {
-			o.Tables = map[string]binlog.Table{}
-			for name, t := range bl.Tables {
-				o.Tables[name] = binlog.Table(t)
-			}
-		}
+	if sb.Binlog != nil {
 		db, dsn := st.Source()
-		f, err := binlog.New(db, dsn, e.log, o)
+		f, err := binlog.New(db, dsn, e.log, e.cfg.BinlogOptions(e.name))
 		if err != nil {
 			return nil, fmt.Errorf("backends.%s.binlog: %w", e.name, err)
 		}
@@ -123,12 +112,7 @@ func crmFeeds(e feedEnv) ([]upstream.ChangeFeed, error) {
 	if interval <= 0 {
 		return nil, nil
 	}
-	var scopes []upstream.Scope
-	for _, u := range e.cfg.UpstreamTenants(e.name) {
-		for _, c := range e.cfg.Countries {
-			scopes = append(scopes, upstream.Scope{Tenant: u, Country: c})
-		}
-	}
+	scopes := e.cfg.PollScopes(e.name)
 	if len(scopes) == 0 {
 		return nil, nil
 	}
@@ -143,12 +127,7 @@ func crmFeeds(e feedEnv) ([]upstream.ChangeFeed, error) {
 // webhookFeed is the receiver of the backend's tenants that have a
 // webhook_secret; nil when none has.
 func webhookFeed(e feedEnv) (*webhook.Receiver, error) {
-	ts := map[string]webhook.Tenant{}
-	for _, tn := range e.cfg.TenantsOf(e.name) {
-		if t := e.cfg.Tenants[tn]; t.WebhookSecret != "" {
-			ts[tn] = webhook.Tenant{Upstream: t.UpstreamTenant, Secret: []byte(t.WebhookSecret)}
-		}
-	}
+	ts := e.cfg.WebhookTenants(e.name)
 	if len(ts) == 0 {
 		return nil, nil
 	}

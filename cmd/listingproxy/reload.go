@@ -17,7 +17,7 @@ func (a *app) reload(next *config.Config) (restart []string, err error) {
 	if a.cache != nil && !next.Cache.Disabled {
 		o.Policy = next.Cache.Policies(proxy.DefaultPolicy).For
 	}
-	if err := a.srv.Reload(proxyUsers(next.Users, next.Tenants), o); err != nil {
+	if err := a.srv.Reload(next.ProxyUsers(), o); err != nil {
 		return nil, err
 	}
 	a.breakers.Reload(next.Breaker.Settings()) // a no-op when unchanged

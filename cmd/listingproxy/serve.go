@@ -18,7 +18,6 @@ import (
 
 	"listingproxy"
 	"listingproxy/cache"
-	"listingproxy/clientip"
 	"listingproxy/config"
 	"listingproxy/internal/connlimit"
 	"listingproxy/internal/h2guard"
@@ -99,7 +98,7 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 			_ = aln.Close()
 		}
 	}
-	limited := connlimit.Listen(tcp, connLimits(cfg))
+	limited := connlimit.Listen(tcp, cfg.Server.ConnLimits())
 	ln, cert, err := listenTLS(limited, cfg.Server.TLS)
 	if err != nil {
 		closeListeners()
@@ -136,7 +135,7 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	adminURL := ""
 	if aln != nil {
-		servers = append(servers, serving.Server{HTTP: newHTTPServer(cfg.Server, app.admin, log), Listener: aln})
+		servers = append(servers, serving.Server{HTTP: cfg.Server.HTTPServer(app.admin, log), Listener: aln})
 		adminURL = "http://" + aln.Addr().String()
 	}
 
@@ -214,28 +213,11 @@ func loadConfig(path string, getenv func(string) string) (*config.Config, string
 	return cfg, path, err
 }
 
-// newHTTPServer is an http.Server with the configured limits, enforced by
-// net/http's own deadlines.
-func newHTTPServer(c config.Server, h http.Handler, log *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: c.ReadHeaderTimeout.D(),
-		ReadTimeout:       c.ReadTimeout.D(),
-		WriteTimeout:      c.WriteTimeout.D(),
-		IdleTimeout:       c.IdleTimeout.D(),
-		MaxHeaderBytes:    int(c.MaxHeaderBytes),
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		// OPTIONS * is answered by the proxy's handler (spec error body),
-		// not net/http's empty 200.
-		DisableGeneralOptionsHandler: true,
-	}
-}
-
 // publicServer is the API's http.Server on ln. Without TLS its
 // connections send a response larger than net/http's 4 KB connection buffer
 // in one write instead of two (internal/onewrite; app.handler arms them).
 func publicServer(c config.Server, h http.Handler, log *slog.Logger, ln net.Listener, tls bool, connState func(net.Conn, http.ConnState)) serving.Server {
-	srv := newHTTPServer(c, h, log)
+	srv := c.HTTPServer(h, log)
 	srv.ConnState = connState
 	srv.ConnContext = proxy.ConnContext // each connection's memo of its verified credentials
 	if !tls {
@@ -245,17 +227,6 @@ func publicServer(c config.Server, h http.Handler, log *slog.Logger, ln net.List
 		}
 	}
 	return serving.Server{HTTP: srv, Listener: ln}
-}
-
-// connLimits are the public listener's bounds per client address
-// (internal/connlimit), trusted proxies exempt.
-func connLimits(cfg *config.Config) connlimit.Options {
-	o := connlimit.Options{PerAddress: cfg.Server.MaxConnsPerAddress, NewPerSecond: cfg.Server.NewConnsPerSecondPerAddress,
-		Exempt: clientip.Resolver{Trusted: cfg.Server.TrustedPrefixes()}.Trusts}
-	if o.NewPerSecond > 0 {
-		o.NewBurst = max(1, int(2*o.NewPerSecond))
-	}
-	return o
 }
 
 func displayAddr(a net.Addr) string {

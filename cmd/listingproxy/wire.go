@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -19,7 +18,6 @@ import (
 	"listingproxy/cache"
 	"listingproxy/cache/disktier"
 	"listingproxy/cache/redistier"
-	"listingproxy/clientip"
 	"listingproxy/config"
 	"listingproxy/freshness"
 	"listingproxy/internal/onewrite"
@@ -109,11 +107,9 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	}
 	tp := d.tracerProvider
 	if tp == nil {
-		a.tracing, err = telemetry.NewTracing(ctx, telemetry.TraceOptions{
-			ServiceName: cfg.Telemetry.ServiceName, Exporter: cfg.Telemetry.Exporter, Endpoint: cfg.Telemetry.OTLPEndpoint,
-			SampleRatio: *cfg.Telemetry.SampleRatio, Stdout: d.stdout, Getenv: d.getenv,
-			Log: log, Now: now, ExportFailed: a.metrics.TraceExportFailures.Inc,
-		})
+		to := cfg.Telemetry.TraceOptions()
+		to.Stdout, to.Getenv, to.Log, to.Now, to.ExportFailed = d.stdout, d.getenv, log, now, a.metrics.TraceExportFailures.Inc
+		a.tracing, err = telemetry.NewTracing(ctx, to)
 		if err != nil {
 			return nil, err
 		}
@@ -149,58 +145,36 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 
-	tenants := make([]proxy.Tenant, 0, len(cfg.Tenants))
-	for _, name := range slices.Sorted(maps.Keys(cfg.Tenants)) {
-		t := cfg.Tenants[name]
-		pt := proxy.Tenant{Name: name, Backend: decorated[t.Backend], BackendName: t.Backend, Upstream: t.UpstreamTenant,
-			JSONSingleObject: t.Compat.JSONSingleObject, JSONNumericIDs: t.Compat.JSONNumericIDs, JSONVideoURL: t.Compat.JSONVideoURL, StrictParams: t.StrictParams}
-		pt.JSONSingleObjectItems, pt.ExtraFields = itemSet(t.Compat.JSONSingleObjectItems), itemSet(t.ExtraFields)
-		if cb := cfg.Backends[t.Backend].CRM; cb != nil {
-			pt.MaxResults = cmp.Or(cb.MaxResults, -1) // none unless the backend sets one
-			pt.MaxOffset = cmp.Or(cb.MaxOffset, -1)   // likewise
-			pt.ShareFetch = !cb.Rerender              // one CRM call serves every variant
-		}
-		if rl := t.RateLimit; rl != nil {
-			pt.RateLimit = proxy.Limit{PerSecond: rl.RequestsPerSecond, Burst: rl.Burst}
+	for name, t := range cfg.Tenants {
+		if t.RateLimit != nil {
 			a.metrics.InitTenantLimit(name)
 		}
-		tenants = append(tenants, pt)
 	}
-	users := proxyUsers(cfg.Users, cfg.Tenants)
-
-	zones, err := cfg.Locations()
+	opts, err := cfg.ProxyOptions()
 	if err != nil {
 		return nil, err
 	}
-
-	opts := proxy.Options{
-		Countries: zones, MaxResults: cfg.MaxResults, MaxOffset: cfg.MaxOffset, Now: now, Logger: log, TracerProvider: tp,
-		Observe: func(w http.ResponseWriter, i proxy.RequestInfo) {
-			telemetry.Annotate(w, telemetry.Annotation{Tenant: i.Tenant, Backend: i.Backend, User: i.User, Cache: i.Cache, AuthFailed: i.AuthFailed, Err: i.Err,
-				Refused: i.Tenant == "" && i.Rejection != "", Invalid: i.CriteriaErrors != nil})
-			if i.CriteriaErrors != nil || i.UnknownParams != nil {
-				a.metrics.ClientMistakes(i.Tenant, i.CriteriaErrors, i.UnknownParams)
-			}
-			switch i.Rejection {
-			case "":
-			case proxy.RejectTenantLimit:
-				a.metrics.TenantLimited(i.Tenant)
-			default:
-				a.metrics.AuthRejected(i.Rejection)
-			}
-		},
-		Auth: authOptions(cfg),
+	opts.Now, opts.Logger, opts.TracerProvider = now, log, tp
+	opts.Observe = func(w http.ResponseWriter, i proxy.RequestInfo) {
+		telemetry.Annotate(w, telemetry.Annotation{Tenant: i.Tenant, Backend: i.Backend, User: i.User, Cache: i.Cache, AuthFailed: i.AuthFailed, Err: i.Err,
+			Refused: i.Tenant == "" && i.Rejection != "", Invalid: i.CriteriaErrors != nil})
+		if i.CriteriaErrors != nil || i.UnknownParams != nil {
+			a.metrics.ClientMistakes(i.Tenant, i.CriteriaErrors, i.UnknownParams)
+		}
+		switch i.Rejection {
+		case "":
+		case proxy.RejectTenantLimit:
+			a.metrics.TenantLimited(i.Tenant)
+		default:
+			a.metrics.AuthRejected(i.Rejection)
+		}
 	}
-	budgets := backgroundBudgets(cfg)
-	opts.HotKeys = -1
-	if w := cfg.Cache.Warm; w != nil {
-		opts.HotKeys = w.Keys
-	}
+	budgets := cfg.Budgets()
 	if !cfg.Cache.Disabled {
-		co := cache.Options{MaxBytes: int64(cfg.Cache.MaxBytes), Now: now, Logger: log, TracerProvider: tp,
-			RecordLifetime: cfg.Cache.Policies(proxy.DefaultPolicy).Longest(), RefreshBudget: budgets.Allow}
-		if sh := cfg.Cache.Shared; sh != nil {
-			tier, closeTier, err := sharedTier(sh, cmp.Or(cfg.Cache.FillTimeout.D(), cache.DefaultFillTimeout), log, reg)
+		co := cfg.CacheOptions()
+		co.Now, co.Logger, co.TracerProvider, co.RefreshBudget = now, log, tp, budgets.Allow
+		if cfg.Cache.Shared != nil {
+			tier, closeTier, err := sharedTier(cfg.Cache, log, reg)
 			if err != nil {
 				return nil, fmt.Errorf("cache.shared: %w", err)
 			}
@@ -209,7 +183,9 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 			co.SecondTier, co.Generations, co.Adopt = tier, tier, proxy.PrepareEntry
 		}
 		if d := cfg.Cache.Disk; d != nil {
-			tier, err := diskTier(d, log, now)
+			do := d.Options()
+			do.Now, do.Logger = now, log
+			tier, err := disktier.Open(do)
 			if err != nil {
 				return nil, fmt.Errorf("cache.disk: %w", err)
 			}
@@ -226,7 +202,6 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 		}
 		a.closers = append(a.closers, a.cache.Close)
 		opts.Cache = a.cache
-		opts.Policy = cfg.Cache.Policies(proxy.DefaultPolicy).For
 		if err := a.metrics.WatchCache(a.cache.Stats); err != nil {
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
@@ -243,7 +218,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	a.closers = append(a.closers, stopFeeds)
 	opts.Webhooks = hooks
 
-	a.srv, err = proxy.New(users, tenants, opts)
+	a.srv, err = proxy.New(cfg.ProxyUsers(), cfg.ProxyTenants(decorated), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -311,65 +286,4 @@ func (a *app) decorate(name string, cfg *config.Config, b upstream.Backend, tp t
 	a.metrics.InitBreakers(name, upstreams)
 	k := backendKinds[be.Kind]
 	return a.breakers.Wrap(b, breaker.Backend{Name: name, Limit: k.concurrency(be), Adaptive: k.adaptive, Tenants: upstreams})
-}
-
-func authOptions(cfg *config.Config) proxy.AuthOptions {
-	c := cfg.Auth
-	perMinute := func(f config.FailureLimit) proxy.Limit {
-		return proxy.Limit{PerSecond: f.PerMinute / 60, Burst: f.Burst}
-	}
-	return proxy.AuthOptions{
-		Workers: c.Workers, Queue: c.Queue, ChecksPerSecond: c.ChecksPerSecond, VerifiedEntries: c.VerifiedEntries, RefusalDelay: c.RefusalDelay.D(),
-		AddressFailures: perMinute(c.FailuresPerAddress), UsernameFailures: perMinute(c.FailuresPerUsername),
-		ClientIP: clientip.Resolver{Trusted: cfg.Server.TrustedPrefixes()},
-	}
-}
-
-func proxyUsers(cu []config.User, tenants map[string]config.Tenant) []proxy.User {
-	users := make([]proxy.User, len(cu))
-	for i, u := range cu {
-		users[i] = proxy.User{Username: u.Username, PasswordHash: []byte(u.PasswordBcrypt), Tenant: u.Tenant, Permissions: permissions(u.Permissions)}
-		if u.Compat != nil {
-			c := u.Compat.Over(tenants[u.Tenant].Compat)
-			users[i].Compat = &proxy.Compat{SingleObject: c.JSONSingleObject, NumericIDs: c.JSONNumericIDs, VideoURL: c.JSONVideoURL,
-				SingleObjectItems: itemSet(c.JSONSingleObjectItems)}
-		}
-	}
-	return users
-}
-
-// itemSet is items as a set; nil when empty.
-func itemSet(items []string) map[string]bool {
-	if len(items) == 0 {
-		return nil
-	}
-	m := make(map[string]bool, len(items))
-	for _, it := range items {
-		m[it] = true
-	}
-	return m
-}
-
-func permissions(names []string) proxy.Permissions {
-	var p proxy.Permissions
-	for _, n := range names {
-		switch n {
-		case config.PermFull:
-			p |= proxy.PermFull
-		case config.PermPrices:
-			p |= proxy.PermPrices
-		}
-	}
-	return p
-}
-
-// backgroundBudgets are each backend's budget of background calls
-// (cache.refresh_budget calls a second), by tenant: refreshes ahead of
-// expiry and the warm-up share it.
-func backgroundBudgets(cfg *config.Config) warmup.Budgets {
-	backendOf := map[string]string{}
-	for tn, t := range cfg.Tenants {
-		backendOf[tn] = t.Backend
-	}
-	return warmup.NewBudgets(cmp.Or(cfg.Cache.RefreshBudget, float64(proxy.DefaultRefreshBudget)), backendOf)
 }
