@@ -1,6 +1,8 @@
 package telemetry
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 
@@ -15,8 +17,16 @@ import (
 // the breakers already keep are read at scrape time (WatchCache,
 // WatchBreakers), so the hit path pays nothing for them; the rest are
 // updated by the middleware, the backend decorator and BreakerTransition.
+//
+// The Watch methods record a family that does not register (a duplicate
+// of one registered already) instead of returning it, so that a caller
+// registering many checks once, with Err.
 type Metrics struct {
 	reg prometheus.Registerer
+	// errs are the Watch methods' registration failures (Err); watchMu
+	// guards them.
+	watchMu sync.Mutex
+	errs    []error
 
 	// series memoises the request counter and histogram of each route,
 	// method and status, so a request costs no label hashing.
@@ -163,23 +173,45 @@ func (m *Metrics) InitBreakers(backend string, tenants []string) {
 	}
 }
 
+// watch registers cs on m's registry, recording each failure, named by
+// what, for Err.
+func (m *Metrics) watch(what string, cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := m.reg.Register(c); err != nil {
+			m.watchMu.Lock()
+			m.errs = append(m.errs, fmt.Errorf("%s: %w", what, err))
+			m.watchMu.Unlock()
+			return
+		}
+	}
+}
+
+// Err reports the families the Watch methods could not register (each
+// named, with the registry's reason), joined; nil when every one
+// registered.
+func (m *Metrics) Err() error {
+	m.watchMu.Lock()
+	defer m.watchMu.Unlock()
+	return errors.Join(m.errs...)
+}
+
 // WatchCache registers the cache families, read from stats at each scrape.
-func (m *Metrics) WatchCache(stats func() cache.Stats) error {
-	return m.reg.Register(&cacheCollector{stats: stats})
+func (m *Metrics) WatchCache(stats func() cache.Stats) {
+	m.watch("cache families", &cacheCollector{stats: stats})
 }
 
 // WatchBreakers registers listingproxy_breaker_state and the bulkhead
 // gauges, read from states (breaker.Registry.States) at each scrape.
-func (m *Metrics) WatchBreakers(states func() []breaker.Status) error {
-	return m.reg.Register(&breakerCollector{states: states})
+func (m *Metrics) WatchBreakers(states func() []breaker.Status) {
+	m.watch("breaker families", &breakerCollector{states: states})
 }
 
 // WatchLimits registers the concurrency limiters' families
 // (listingproxy_backend_concurrency_*, _slot_waits_total,
 // _slot_refusals_total), read from limits (breaker.Registry.Limits) at
 // each scrape.
-func (m *Metrics) WatchLimits(limits func() []breaker.LimitStatus) error {
-	return m.reg.Register(&limitCollector{limits: limits})
+func (m *Metrics) WatchLimits(limits func() []breaker.LimitStatus) {
+	m.watch("concurrency limit families", &limitCollector{limits: limits})
 }
 
 var (

@@ -21,7 +21,7 @@ type readier interface{ Ready() error }
 // the backend can serve, 0 while it cannot yet (a backend with a Ready
 // method that fails: a SQL database that has not answered since
 // start-up). Breaker states are WatchBreakers'.
-func (m *Metrics) WatchBackendReady(backends map[string]upstream.Backend) error {
+func (m *Metrics) WatchBackendReady(backends map[string]upstream.Backend) {
 	for _, name := range slices.Sorted(maps.Keys(backends)) {
 		b := backends[name]
 		g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -34,11 +34,8 @@ func (m *Metrics) WatchBackendReady(backends map[string]upstream.Backend) error 
 			}
 			return 1
 		})
-		if err := m.reg.Register(g); err != nil {
-			return err
-		}
+		m.watch("listingproxy_backend_ready of backend "+name, g)
 	}
-	return nil
 }
 
 // crmFlaws are the tolerated flaws of CRM answers, by their label.
@@ -60,7 +57,7 @@ var crmFlaws = []struct {
 // also logged as a warning) and listingproxy_crm_panics_total{backend}
 // (answers whose reading panicked: listingproxy's bug, logged with its
 // stack).
-func (m *Metrics) WatchCRM(backend string, stats func() crm.Stats) error {
+func (m *Metrics) WatchCRM(backend string, stats func() crm.Stats) {
 	cs := []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "listingproxy_crm_decoding_bytes",
@@ -85,14 +82,14 @@ func (m *Metrics) WatchCRM(backend string, stats func() crm.Stats) error {
 		Help:        "CRM answers whose reading panicked: a bug of listingproxy (logged with its stack), not counted against the CRM's breakers.",
 		ConstLabels: prometheus.Labels{"backend": backend},
 	}, func() float64 { return float64(stats().Panics) }))
-	return register(m.reg, cs)
+	m.watch("CRM families of backend "+backend, cs...)
 }
 
 // WatchCappedLists registers listingproxy_lists_capped_total: backend
 // lists cut at max_results, read from capped (proxy.Server.CappedLists)
 // at each scrape; each is also logged.
-func (m *Metrics) WatchCappedLists(capped func() int64) error {
-	return m.reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+func (m *Metrics) WatchCappedLists(capped func() int64) {
+	m.watch("listingproxy_lists_capped_total", prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "listingproxy_lists_capped_total",
 		Help: "Backend lists cut at max_results: the limit was the cap (the client asked for more, or gave none) and the list came back full.",
 	}, func() float64 { return float64(capped()) }))
@@ -100,7 +97,7 @@ func (m *Metrics) WatchCappedLists(capped func() int64) error {
 
 // WatchWarm registers the warm-up's counters (proxy.Server.WarmStats),
 // read at each scrape: listingproxy_cache_warm_targets_total{result}.
-func (m *Metrics) WatchWarm(stats func() (done, failed, skipped uint64)) error {
+func (m *Metrics) WatchWarm(stats func() (done, failed, skipped uint64)) {
 	for _, r := range []struct {
 		result string
 		pick   func(d, f, s uint64) uint64
@@ -109,15 +106,12 @@ func (m *Metrics) WatchWarm(stats func() (done, failed, skipped uint64)) error {
 		{"failed", func(_, f, _ uint64) uint64 { return f }},
 		{"skipped", func(_, _, s uint64) uint64 { return s }},
 	} {
-		if err := m.reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		m.watch("listingproxy_cache_warm_targets_total", prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name:        "listingproxy_cache_warm_targets_total",
 			Help:        "Requests the warm-up replayed (after a start or a hard purge), by result: done (filled), failed (an error; the entry stays cold), skipped (the user is gone, or the key was fresh already).",
 			ConstLabels: prometheus.Labels{"result": r.result},
-		}, func() float64 { return float64(r.pick(stats())) })); err != nil {
-			return err
-		}
+		}, func() float64 { return float64(r.pick(stats())) }))
 	}
-	return nil
 }
 
 // SharedCacheMetrics are the families of the shared cache tier
@@ -195,14 +189,14 @@ func (s *SharedCacheMetrics) Register(reg prometheus.Registerer, stats func() re
 
 // WatchDiskCache registers the families of the disk tier
 // (cache/disktier), read from stats (disktier.Tier.Stats) at each scrape.
-func (m *Metrics) WatchDiskCache(stats func() disktier.Stats) error {
+func (m *Metrics) WatchDiskCache(stats func() disktier.Stats) {
 	counter := func(name, help string, f func(disktier.Stats) uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f(stats())) })
 	}
 	gauge := func(name, help string, f func(disktier.Stats) float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return f(stats()) })
 	}
-	return register(m.reg, []prometheus.Collector{
+	m.watch("disk cache families",
 		counter("listingproxy_disk_cache_hits_total", "Disk-tier reads (first-tier misses) that found an entry.", func(s disktier.Stats) uint64 { return s.Hits }),
 		counter("listingproxy_disk_cache_misses_total", "Disk-tier reads that found none (absent, expired, another key's, damaged).", func(s disktier.Stats) uint64 { return s.Misses }),
 		counter("listingproxy_disk_cache_writes_total", "Entries written to the disk tier.", func(s disktier.Stats) uint64 { return s.Writes }),
@@ -221,7 +215,7 @@ func (m *Metrics) WatchDiskCache(stats func() disktier.Stats) error {
 			}
 			return 0
 		}),
-	})
+	)
 }
 
 // register registers every collector of cs on reg, stopping at the first
@@ -238,8 +232,8 @@ func register(reg prometheus.Registerer, cs []prometheus.Collector) error {
 // WatchHTTP2Guard registers listingproxy_http2_connections_closed_total:
 // HTTP/2 connections closed for sending control frames (PING, SETTINGS,
 // PRIORITY, RST_STREAM) faster than their bound (internal/h2guard).
-func (m *Metrics) WatchHTTP2Guard(closed func() uint64) error {
-	return m.reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+func (m *Metrics) WatchHTTP2Guard(closed func() uint64) {
+	m.watch("listingproxy_http2_connections_closed_total", prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "listingproxy_http2_connections_closed_total",
 		Help: "HTTP/2 connections on the public TLS listener closed because their client sent control frames (PING, SETTINGS, PRIORITY, RST_STREAM) faster than the bound.",
 	}, func() float64 { return float64(closed()) }))
@@ -249,7 +243,7 @@ func (m *Metrics) WatchHTTP2Guard(closed func() uint64) error {
 // connections closed at accept because their client address held too many
 // (reason too_many) or opened them too fast (too_fast), read from refused
 // (internal/connlimit's Stats) at each scrape.
-func (m *Metrics) WatchConnLimit(refused func() (tooMany, tooFast uint64)) error {
+func (m *Metrics) WatchConnLimit(refused func() (tooMany, tooFast uint64)) {
 	for _, r := range []struct {
 		reason string
 		v      func() uint64
@@ -257,13 +251,10 @@ func (m *Metrics) WatchConnLimit(refused func() (tooMany, tooFast uint64)) error
 		{"too_many", func() uint64 { n, _ := refused(); return n }},
 		{"too_fast", func() uint64 { _, n := refused(); return n }},
 	} {
-		if err := m.reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		m.watch("listingproxy_connections_refused_total", prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name:        "listingproxy_connections_refused_total",
 			Help:        "Public connections closed at accept, before any handshake: their client address held too many open (too_many) or opened them too fast (too_fast).",
 			ConstLabels: prometheus.Labels{"reason": r.reason},
-		}, func() float64 { return float64(r.v()) })); err != nil {
-			return err
-		}
+		}, func() float64 { return float64(r.v()) }))
 	}
-	return nil
 }

@@ -30,16 +30,10 @@ func TestWatchedFamilies(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake := &testkit.Backend{}
-	if err := m.WatchBackendReady(map[string]upstream.Backend{"db": notReady{fake}, "demo": fake}); err != nil {
-		t.Fatal(err)
-	}
+	m.WatchBackendReady(map[string]upstream.Backend{"db": notReady{fake}, "demo": fake})
 	crmStats := crm.Stats{DecodingBytes: 4096, BudgetWaits: 2, BadValues: 3, Mislabelled: 4, Repaired: 5, XML11: 6, PagedHere: 7, Panics: 1}
-	if err := m.WatchCRM("legacy", func() crm.Stats { return crmStats }); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.WatchCappedLists(func() int64 { return 9 }); err != nil {
-		t.Fatal(err)
-	}
+	m.WatchCRM("legacy", func() crm.Stats { return crmStats })
+	m.WatchCappedLists(func() int64 { return 9 })
 	shared := telemetry.NewSharedCacheMetrics()
 	if err := shared.Register(reg, func() redistier.Stats { return redistier.Stats{Hits: 11, Synced: true, PurgesPending: 2} }); err != nil {
 		t.Fatal(err)
@@ -71,7 +65,11 @@ func TestWatchedFamilies(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	if err := m.WatchCRM("legacy", func() crm.Stats { return crmStats }); err == nil {
-		t.Error("a second WatchCRM of one backend registered: want the registry's duplicate error")
+	if err := m.Err(); err != nil {
+		t.Fatal(err)
+	}
+	m.WatchCRM("legacy", func() crm.Stats { return crmStats })
+	if err := m.Err(); err == nil || !strings.Contains(err.Error(), "CRM families of backend legacy: ") {
+		t.Errorf("a second WatchCRM of one backend: Err() = %v, want the registry's duplicate error, named", err)
 	}
 }

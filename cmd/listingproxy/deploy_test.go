@@ -280,18 +280,13 @@ func deployFamilies(t *testing.T) (*app, map[string]string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := dm.WatchDiskCache(func() disktier.Stats { return disktier.Stats{} }); err != nil {
-		t.Fatal(err)
-	}
+	dm.WatchDiskCache(func() disktier.Stats { return disktier.Stats{} })
 	// And the public listener's and the warm-up's, exported by serve and
 	// with cache.warm.
-	if err := dm.WatchHTTP2Guard(func() uint64 { return 0 }); err != nil {
-		t.Fatal(err)
-	}
-	if err := dm.WatchConnLimit(func() (uint64, uint64) { return 0, 0 }); err != nil {
-		t.Fatal(err)
-	}
-	if err := dm.WatchWarm(func() (uint64, uint64, uint64) { return 0, 0, 0 }); err != nil {
+	dm.WatchHTTP2Guard(func() uint64 { return 0 })
+	dm.WatchConnLimit(func() (uint64, uint64) { return 0, 0 })
+	dm.WatchWarm(func() (uint64, uint64, uint64) { return 0, 0, 0 })
+	if err := dm.Err(); err != nil {
 		t.Fatal(err)
 	}
 	diskTypes, _ := exportedMetrics(t, promhttp.HandlerFor(diskReg, promhttp.HandlerOpts{}))

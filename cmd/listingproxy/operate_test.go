@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -91,6 +92,26 @@ func breakerState(t *testing.T, a *app, tenant string) string {
 
 // TestMetricsFamilies scrapes /metrics after a miss, a hit, a failed login
 // and a breaker trip, and finds every family with its labels.
+// TestDuplicateFamilyFails: a family the registry holds already fails
+// build with an error naming it, rather than a service whose /metrics
+// lacks it.
+func TestDuplicateFamilyFails(t *testing.T) {
+	cfg, err := config.Load(demoConfig(t), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "listingproxy_lists_capped_total", Help: "taken"}))
+	a, err := buildWith(context.Background(), cfg, deps{log: slog.New(slog.DiscardHandler), now: time.Now, registry: reg})
+	if err == nil {
+		a.Close()
+		t.Fatal("build succeeded with listingproxy_lists_capped_total registered twice")
+	}
+	if !strings.Contains(err.Error(), "metrics: listingproxy_lists_capped_total: ") {
+		t.Errorf("build: %v, want the metrics error naming the family", err)
+	}
+}
+
 func TestMetricsFamilies(t *testing.T) {
 	a := newDemoApp(t)
 	demoGet(t, a.handler, "harbour", "/au/properties.json?limit=2")

@@ -112,10 +112,7 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer app.Close()
-	if err := app.metrics.WatchConnLimit(func() (uint64, uint64) { st := limited.Stats(); return st.TooMany, st.TooFast }); err != nil {
-		closeListeners()
-		return fmt.Errorf("metrics: %w", err)
-	}
+	app.metrics.WatchConnLimit(func() (uint64, uint64) { st := limited.Stats(); return st.TooMany, st.TooFast })
 	// The memory limit (internal/memlimit) lasts as long as serve.
 	defer memlimit.Apply(cmp.Or(int64(cfg.Cache.MaxBytes), cache.DefaultMaxBytes), getenv, log)()
 	var guard *h2guard.Listener
@@ -124,10 +121,11 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 		// connection's control frames bounded (internal/h2guard).
 		guard = h2guard.Listen(ln, h2guard.Options{})
 		ln = guard
-		if err := app.metrics.WatchHTTP2Guard(guard.Closed); err != nil {
-			closeListeners()
-			return fmt.Errorf("metrics: %w", err)
-		}
+		app.metrics.WatchHTTP2Guard(guard.Closed)
+	}
+	if err := app.metrics.Err(); err != nil {
+		closeListeners()
+		return fmt.Errorf("metrics: %w", err)
 	}
 	servers := []serving.Server{publicServer(cfg.Server, app.handler, log, ln, cert != nil, limited.ConnState)}
 	if guard != nil {
