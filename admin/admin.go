@@ -29,6 +29,8 @@ import (
 	"strings"
 
 	"listingproxy/cache"
+	"listingproxy/cache/disktier"
+	"listingproxy/cache/redistier"
 	"listingproxy/telemetry"
 	"listingproxy/upstream/breaker"
 )
@@ -70,11 +72,13 @@ type Options struct {
 	Backends []Backend
 	Breakers BreakerStates
 	// SharedCache, when set, reports the shared cache tier (cache.shared)
-	// on GET /backends. Nil: no shared tier, no such section.
-	SharedCache func() SharedCacheState
+	// on GET /backends from its counters (redistier.Tier.Stats). Nil: no
+	// shared tier, no such section.
+	SharedCache func() redistier.Stats
 	// DiskCache, when set, reports the disk tier (cache.disk) on GET
-	// /backends. Nil: no disk tier, no such section.
-	DiskCache func() DiskCacheState
+	// /backends from its counters (disktier.Tier.Stats). Nil: no disk
+	// tier, no such section.
+	DiskCache func() disktier.Stats
 	// StatusPage serves GET /status and GET /status.json (statuspage).
 	// Nil: 404.
 	StatusPage http.Handler

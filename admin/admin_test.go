@@ -20,6 +20,8 @@ import (
 
 	"listingproxy/admin"
 	"listingproxy/cache"
+	"listingproxy/cache/disktier"
+	"listingproxy/cache/redistier"
 	"listingproxy/internal/testkit"
 	"listingproxy/telemetry"
 	"listingproxy/upstream/breaker"
@@ -201,10 +203,10 @@ func TestBackends(t *testing.T) {
 			{Backend: "pg", Tenant: "harbour", State: breaker.StateOpen, RetryAfter: 3 * time.Second, LastError: "timeout", LastFailure: failed},
 			{Backend: "gone", Tenant: "x"},
 		},
-		SharedCache: func() admin.SharedCacheState {
-			return admin.SharedCacheState{Synced: false, BreakerOpen: true, PurgesPending: 3}
+		SharedCache: func() redistier.Stats {
+			return redistier.Stats{Synced: false, BreakerOpen: true, PurgesPending: 3, Hits: 9}
 		},
-		DiskCache: func() admin.DiskCacheState { return admin.DiskCacheState{Entries: 7, Bytes: 4096, Disabled: true} },
+		DiskCache: func() disktier.Stats { return disktier.Stats{Entries: 7, Bytes: 4096, Disabled: true, Hits: 5} },
 	})
 	status, body := do("GET", "/backends", true)
 	if status != 200 {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"listingproxy/cache/disktier"
+	"listingproxy/cache/redistier"
 	"listingproxy/upstream/breaker"
 )
 
@@ -100,7 +102,7 @@ type breakerRow struct {
 // own readiness is /readyz; this is what an operator looks at to see which
 // backend is failing and since when. Behind the admin credentials: last
 // errors may quote a backend's messages.
-func backendsHandler(backends []Backend, breakers BreakerStates, shared func() SharedCacheState, disk func() DiskCacheState) http.Handler {
+func backendsHandler(backends []Backend, breakers BreakerStates, shared func() redistier.Stats, disk func() disktier.Stats) http.Handler {
 	backends = slices.SortedFunc(slices.Values(backends), func(a, b Backend) int { return strings.Compare(a.Name, b.Name) })
 	names := make([]string, len(backends))
 	for i, b := range backends {
@@ -157,12 +159,12 @@ func backendsHandler(backends []Backend, breakers BreakerStates, shared func() S
 		var sh *SharedCacheState
 		if shared != nil {
 			st := shared()
-			sh = &st
+			sh = &SharedCacheState{Synced: st.Synced, BreakerOpen: st.BreakerOpen, PurgesPending: st.PurgesPending}
 		}
 		var dk *DiskCacheState
 		if disk != nil {
 			st := disk()
-			dk = &st
+			dk = &DiskCacheState{Entries: st.Entries, Bytes: st.Bytes, Disabled: st.Disabled}
 		}
 		_ = enc.Encode(struct {
 			Backends    []backendRow      `json:"backends"`

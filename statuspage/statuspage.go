@@ -34,6 +34,8 @@ import (
 	"time"
 
 	"listingproxy/cache"
+	"listingproxy/cache/disktier"
+	"listingproxy/cache/redistier"
 	"listingproxy/telemetry"
 	"listingproxy/upstream/breaker"
 )
@@ -91,10 +93,11 @@ type Options struct {
 	Cache    CacheStats
 	Breakers Breakers
 	Feeds    Feeds
-	// Shared and Disk report the second tiers (cache.shared, cache.disk);
+	// Shared and Disk report the second tiers (cache.shared, cache.disk)
+	// from their counters (redistier.Tier.Stats, disktier.Tier.Stats);
 	// nil when the tier is off.
-	Shared func() SharedRow
-	Disk   func() DiskRow
+	Shared func() redistier.Stats
+	Disk   func() disktier.Stats
 	// Fleet, when set, puts every replica of the fleet on the page: Run
 	// publishes this replica's summary under ID every Publish (valid for
 	// three times as long), and the page reads them all.
@@ -160,6 +163,18 @@ func (p *Page) Run(ctx context.Context) {
 		case <-tick.C:
 		}
 	}
+}
+
+// Start runs Run in a goroutine of its own until stop is called; stop
+// returns once Run has (the summary deleted from the fleet).
+func (p *Page) Start() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx)
+	}()
+	return func() { cancel(); <-done }
 }
 
 func (p *Page) publish(ctx context.Context) {
@@ -521,12 +536,16 @@ func (p *Page) Snapshot() Snapshot {
 			Evictions: st.Evictions, Purges: st.SoftPurges + st.HardPurges, HitRatio: ratio(hits, hits+st.Misses+st.Bypass)}
 	}
 	if p.o.Shared != nil {
-		row := p.o.Shared()
-		s.Shared = &row
+		st := p.o.Shared()
+		s.Shared = &SharedRow{State: SharedState(st.Synced, st.BreakerOpen), HitRatio: ratio(st.Hits, st.Hits+st.Misses),
+			Errors: st.Errors, PurgesPending: st.PurgesPending}
 	}
 	if p.o.Disk != nil {
-		row := p.o.Disk()
-		s.Disk = &row
+		st := p.o.Disk()
+		s.Disk = &DiskRow{State: "ok", Entries: st.Entries, Bytes: st.Bytes, HitRatio: ratio(st.Hits, st.Hits+st.Misses), Errors: st.Errors}
+		if st.Disabled {
+			s.Disk.State = "disabled"
+		}
 	}
 	if p.o.Feeds != nil {
 		for _, f := range p.o.Feeds.Feeds() {

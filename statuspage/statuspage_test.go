@@ -18,6 +18,8 @@ import (
 	"golang.org/x/net/html"
 
 	"listingproxy/cache"
+	"listingproxy/cache/disktier"
+	"listingproxy/cache/redistier"
 	"listingproxy/statuspage"
 	"listingproxy/telemetry"
 	"listingproxy/upstream/breaker"
@@ -211,11 +213,11 @@ func TestPageRendersTheData(t *testing.T) {
 			{Backend: "demo", Tenant: "harbour", State: breaker.StateOpen, RetryAfter: 1500 * time.Millisecond, LastError: "HTTP 500 <b>"},
 		},
 		Cache: fakeCache{Bytes: 2048, MaxBytes: 1 << 20, Entries: 3, Hits: 3, Misses: 1, Evictions: 4, SoftPurges: 2},
-		Shared: func() statuspage.SharedRow {
-			return statuspage.SharedRow{State: "breaker open", HitRatio: 0.5, Errors: 7, PurgesPending: 2}
+		Shared: func() redistier.Stats {
+			return redistier.Stats{BreakerOpen: true, Hits: 4, Misses: 4, Errors: 7, PurgesPending: 2}
 		},
-		Disk: func() statuspage.DiskRow {
-			return statuspage.DiskRow{State: "ok", Entries: 9, Bytes: 3 << 20, HitRatio: 0.25, Errors: 1}
+		Disk: func() disktier.Stats {
+			return disktier.Stats{Entries: 9, Bytes: 3 << 20, Hits: 1, Misses: 3, Errors: 1}
 		},
 		Feeds: fakeFeeds{
 			{Backend: "crm", Feed: "webhook", Up: true, Held: true, Changes: 12, Gaps: 1, Lag: 1500 * time.Millisecond, LastEvent: now},
@@ -334,6 +336,19 @@ func published(t *testing.T, f *fakeFleet, p *statuspage.Page, id string) {
 	f.mu.Unlock()
 }
 
+// TestStart: Start publishes in a goroutine of its own; stop returns
+// once it has ended, the summary published and then forgotten.
+func TestStart(t *testing.T) {
+	fleet := &fakeFleet{}
+	stop := statuspage.New(statuspage.Options{ID: "s", Fleet: fleet, Publish: time.Hour}).Start()
+	stop()
+	fleet.mu.Lock()
+	defer fleet.mu.Unlock()
+	if _, ok := fleet.recs["s"]; fleet.recs == nil || ok {
+		t.Errorf("after stop: records %v, want s published and forgotten", fleet.recs)
+	}
+}
+
 // TestFleet: with a fleet, each replica's page shows every replica that
 // published within three publication intervals, itself from its own
 // figures; a replica silent longer drops off; with the fleet's store
@@ -348,7 +363,7 @@ func TestFleet(t *testing.T) {
 	b := statuspage.New(statuspage.Options{ID: "b", Fleet: fleet, Now: tick, Publish: time.Second,
 		Traffic:  fakeTraffic{{Tenant: "harbour", Backend: "demo", Requests: 7, Hits: 1, Misses: 1, ServerErrors: 5, ClientErrors: 1}},
 		Breakers: fakeBreakers{{Backend: "demo", Tenant: "harbour", State: breaker.StateOpen}},
-		Shared:   func() statuspage.SharedRow { return statuspage.SharedRow{State: "synced", PurgesPending: 2} },
+		Shared:   func() redistier.Stats { return redistier.Stats{Synced: true, PurgesPending: 2} },
 		Feeds:    fakeFeeds{{Backend: "pg", Feed: "listen", Held: true, Up: true}, {Backend: "crm", Feed: "poll"}}})
 	published(t, fleet, a, "a")
 	published(t, fleet, b, "b")

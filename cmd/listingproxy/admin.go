@@ -41,16 +41,10 @@ func (a *app) adminOptions(cfg *config.Config, backends map[string]upstream.Back
 		}
 	}
 	if a.shared != nil {
-		o.SharedCache = func() admin.SharedCacheState {
-			st := a.shared.Stats()
-			return admin.SharedCacheState{Synced: st.Synced, BreakerOpen: st.BreakerOpen, PurgesPending: st.PurgesPending}
-		}
+		o.SharedCache = a.shared.Stats
 	}
 	if a.disk != nil {
-		o.DiskCache = func() admin.DiskCacheState {
-			st := a.disk.Stats()
-			return admin.DiskCacheState{Entries: st.Entries, Bytes: st.Bytes, Disabled: st.Disabled}
-		}
+		o.DiskCache = a.disk.Stats
 	}
 	for _, name := range slices.Sorted(maps.Keys(backends)) {
 		ab := admin.Backend{Name: name, Kind: cfg.Backends[name].Kind}
@@ -74,41 +68,15 @@ func (a *app) statusPage() http.Handler {
 		o.Cache = a.cache
 	}
 	if a.shared != nil {
-		o.Fleet = a.shared // every replica on one page
-		o.Shared = func() statuspage.SharedRow {
-			st := a.shared.Stats()
-			return statuspage.SharedRow{State: statuspage.SharedState(st.Synced, st.BreakerOpen),
-				HitRatio: ratio(st.Hits, st.Hits+st.Misses), Errors: st.Errors, PurgesPending: st.PurgesPending}
-		}
+		o.Fleet, o.Shared = a.shared, a.shared.Stats // every replica on one page
 	}
 	if a.disk != nil {
-		o.Disk = func() statuspage.DiskRow {
-			st := a.disk.Stats()
-			row := statuspage.DiskRow{State: "ok", Entries: st.Entries, Bytes: st.Bytes,
-				HitRatio: ratio(st.Hits, st.Hits+st.Misses), Errors: st.Errors}
-			if st.Disabled {
-				row.State = "disabled"
-			}
-			return row
-		}
+		o.Disk = a.disk.Stats
 	}
 	p := statuspage.New(o)
 	if o.Fleet != nil {
-		ctx, stop := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			p.Run(ctx)
-		}()
 		// Closers run in reverse: this stops before the shared tier closes.
-		a.closers = append(a.closers, func() { stop(); <-done })
+		a.closers = append(a.closers, p.Start())
 	}
 	return p
-}
-
-func ratio(part, whole uint64) float64 {
-	if whole == 0 {
-		return 0
-	}
-	return float64(part) / float64(whole)
 }
