@@ -10,6 +10,7 @@ import (
 	"listingproxy/cache/redistier"
 	"listingproxy/clientip"
 	"listingproxy/internal/connlimit"
+	"listingproxy/internal/serving"
 	"listingproxy/telemetry"
 )
 
@@ -28,6 +29,15 @@ func (s Server) HTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 		// not net/http's empty 200.
 		DisableGeneralOptionsHandler: true,
 	}
+}
+
+// ListenOptions are the listeners serve opens (internal/serving): listen
+// and admin_listen, SO_REUSEPORT, the bounds per client address and
+// server.tls (HTTP/2 offered unless server.tls.http2 is false).
+func (c *Config) ListenOptions() serving.ListenOptions {
+	t := c.Server.TLS
+	return serving.ListenOptions{Addr: c.Listen, AdminAddr: c.AdminListen, ReusePort: c.Server.ReusePort,
+		ConnLimits: c.Server.ConnLimits(), CertFile: t.CertFile, KeyFile: t.KeyFile, HTTP2: t.HTTP2 == nil || *t.HTTP2}
 }
 
 // ConnLimits are the public listener's bounds per client address

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"listingproxy/admin"
+	"listingproxy/internal/tlsreload"
 	"listingproxy/telemetry"
 )
 
@@ -89,9 +90,9 @@ func checkConfig(args []string, getenv func(string) string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	if cfg.Server.TLS.CertFile != "" {
-		if _, err := loadCertificate(cfg.Server.TLS); err != nil {
-			return fmt.Errorf("%s: %w", source, err)
+	if c := cfg.Server.TLS; c.CertFile != "" {
+		if _, err := tlsreload.Load(c.CertFile, c.KeyFile); err != nil {
+			return fmt.Errorf("%s: server.tls: %w", source, err)
 		}
 	}
 	_, err = fmt.Fprintf(stdout, "%s: ok (%s, %s, %s)\n", source, count(len(cfg.Backends), "backend"), count(len(cfg.Tenants), "tenant"), count(len(cfg.Users), "user"))

@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"listingproxy/config"
+	"listingproxy/internal/connlimit"
+	"listingproxy/internal/serving"
+	"listingproxy/proxy"
 )
 
 // BenchmarkServeHit measures a cache hit through everything a client
@@ -68,14 +71,18 @@ func startBenchServer(b *testing.B) string {
 		b.Fatal(err)
 	}
 	b.Cleanup(a.Close)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// No bounds per client address: the benchmarks' connections are many
+	// and from one address.
+	ls, err := serving.Open(context.Background(), serving.ListenOptions{Addr: "127.0.0.1:0", ConnLimits: connlimit.Options{PerAddress: -1, NewPerSecond: -1}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	sv := publicServer(cfg.Server, a.handler, log, ln, false, nil)
+	srv := cfg.Server.HTTPServer(a.handler, log)
+	srv.ConnContext = proxy.ConnContext
+	sv := ls.Servers(srv, nil)[0]
 	go func() { _ = sv.HTTP.Serve(sv.Listener) }()
 	b.Cleanup(func() { _ = sv.HTTP.Close() })
-	return ln.Addr().String()
+	return sv.Listener.Addr().String()
 }
 
 // benchConn is a keep-alive client connection that reads responses into

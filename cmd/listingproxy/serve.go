@@ -7,8 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"slices"
@@ -19,10 +17,7 @@ import (
 	"listingproxy"
 	"listingproxy/cache"
 	"listingproxy/config"
-	"listingproxy/internal/connlimit"
-	"listingproxy/internal/h2guard"
 	"listingproxy/internal/memlimit"
-	"listingproxy/internal/onewrite"
 	"listingproxy/internal/serving"
 	"listingproxy/proxy"
 	"listingproxy/telemetry"
@@ -81,87 +76,44 @@ func serveWith(ctx context.Context, args []string, getenv func(string) string, s
 	// The listeners first: a port in use is found before any backend is
 	// set up (a migration run, a demo database seeded). They accept
 	// nothing until the servers start.
-	tcp, err := serving.Listen(ctx, cfg.Listen, cfg.Server.ReusePort)
+	ls, err := serving.Open(ctx, cfg.ListenOptions())
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
-	}
-	var aln net.Listener
-	if cfg.AdminListen != "" && cfg.AdminListen != "off" {
-		if aln, err = serving.Listen(ctx, cfg.AdminListen, cfg.Server.ReusePort); err != nil {
-			_ = tcp.Close()
-			return fmt.Errorf("admin listen %s: %w", cfg.AdminListen, err)
-		}
-	}
-	closeListeners := func() {
-		_ = tcp.Close()
-		if aln != nil {
-			_ = aln.Close()
-		}
-	}
-	limited := connlimit.Listen(tcp, cfg.Server.ConnLimits())
-	ln, cert, err := listenTLS(limited, cfg.Server.TLS)
-	if err != nil {
-		closeListeners()
 		return err
 	}
 
 	log.Info("setting up backends (migrations, demo seeding and warm-up may take a while)", "backends", strings.Join(slices.Sorted(maps.Keys(cfg.Backends)), ", "))
 	app, err := buildWith(ctx, cfg, deps{log: log, now: time.Now, stdout: stdout, getenv: getenv})
 	if err != nil {
-		closeListeners()
+		ls.Close()
 		return err
 	}
 	defer app.Close()
-	app.metrics.WatchConnLimit(func() (uint64, uint64) { st := limited.Stats(); return st.TooMany, st.TooFast })
-	// The memory limit (internal/memlimit) lasts as long as serve.
-	defer memlimit.Apply(cmp.Or(int64(cfg.Cache.MaxBytes), cache.DefaultMaxBytes), getenv, log)()
-	var guard *h2guard.Listener
-	if cert != nil {
-		// HTTP/1.1 and, when server.tls.http2 offers it, HTTP/2, each
-		// connection's control frames bounded (internal/h2guard).
-		guard = h2guard.Listen(ln, h2guard.Options{})
-		ln = guard
-		app.metrics.WatchHTTP2Guard(guard.Closed)
+	app.metrics.WatchConnLimit(ls.Refused)
+	if g := ls.HTTP2Guard(); g != nil {
+		app.metrics.WatchHTTP2Guard(g.Closed)
 	}
 	if err := app.metrics.Err(); err != nil {
-		closeListeners()
+		ls.Close()
 		return fmt.Errorf("metrics: %w", err)
 	}
-	servers := []serving.Server{publicServer(cfg.Server, app.handler, log, ln, cert != nil, limited.ConnState)}
-	if guard != nil {
-		guard.Configure(servers[0].HTTP, cfg.Server.TLS.HTTP2 == nil || *cfg.Server.TLS.HTTP2)
-	}
-	adminURL := ""
-	if aln != nil {
-		servers = append(servers, serving.Server{HTTP: cfg.Server.HTTPServer(app.admin, log), Listener: aln})
-		adminURL = "http://" + aln.Addr().String()
-	}
+	// The memory limit (internal/memlimit) lasts as long as serve.
+	defer memlimit.Apply(cmp.Or(int64(cfg.Cache.MaxBytes), cache.DefaultMaxBytes), getenv, log)()
+	public := cfg.Server.HTTPServer(app.handler, log)
+	public.ConnContext = proxy.ConnContext // each connection's memo of its verified credentials
+	servers := ls.Servers(public, cfg.Server.HTTPServer(app.admin, log))
 
-	base := "http://" + displayAddr(ln.Addr())
-	if cert != nil {
-		base = "https://" + displayAddr(ln.Addr())
-	}
+	base, adminURL := ls.URL(), ls.AdminURL()
 	log.Info("listening", "addr", base, "admin", adminURL, "config", source)
-	fmt.Fprintf(stdout, "listingproxy listening on %s (admin: %s, config: %s)\n", base, orNone(adminURL), source)
+	fmt.Fprintf(stdout, "listingproxy listening on %s (admin: %s, config: %s)\n", base, cmp.Or(adminURL, "off"), source)
 	fmt.Fprintf(stdout, "try: curl -u %s '%s/au/properties.xml?limit=2'\n", exampleCredentials(cfg), base)
 
 	reload := func() {
-		var tlsErr error
-		if cert != nil { // renewed certificates apply even if the configuration is broken
-			if err := cert.Reload(); err != nil {
-				tlsErr = fmt.Errorf("server.tls: %w", err)
-				log.Error("tls certificate reload failed; keeping the certificate in use", "err", tlsErr)
-			} else {
-				log.Info("tls certificate reloaded", "cert_file", cfg.Server.TLS.CertFile)
-			}
-		}
+		tlsErr := ls.ReloadCertificate(log) // renewed certificates apply even if the configuration is broken
 		next, source, err := load()
-		if err != nil {
-			app.metrics.ConfigReloaded(time.Now(), err)
-			log.Error("config reload rejected; keeping the running configuration", "config", source, "err", err)
-			return
+		var restart []string
+		if err == nil {
+			restart, err = app.reload(next)
 		}
-		restart, err := app.reload(next)
 		if err != nil {
 			app.metrics.ConfigReloaded(time.Now(), err)
 			log.Error("config reload rejected; keeping the running configuration", "config", source, "err", err)
@@ -209,37 +161,6 @@ func loadConfig(path string, getenv func(string) string) (*config.Config, string
 	}
 	cfg, err := config.Load(path, getenv)
 	return cfg, path, err
-}
-
-// publicServer is the API's http.Server on ln. Without TLS its
-// connections send a response larger than net/http's 4 KB connection buffer
-// in one write instead of two (internal/onewrite; app.handler arms them).
-func publicServer(c config.Server, h http.Handler, log *slog.Logger, ln net.Listener, tls bool, connState func(net.Conn, http.ConnState)) serving.Server {
-	srv := c.HTTPServer(h, log)
-	srv.ConnState = connState
-	srv.ConnContext = proxy.ConnContext // each connection's memo of its verified credentials
-	if !tls {
-		ln = onewrite.Listener(ln)
-		srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-			return onewrite.ConnContext(proxy.ConnContext(ctx, c), c)
-		}
-	}
-	return serving.Server{HTTP: srv, Listener: ln}
-}
-
-func displayAddr(a net.Addr) string {
-	tcp, ok := a.(*net.TCPAddr)
-	if ok && tcp.IP.IsUnspecified() {
-		return fmt.Sprintf("127.0.0.1:%d", tcp.Port)
-	}
-	return a.String()
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "off"
-	}
-	return s
 }
 
 // exampleCredentials names the first user; the shipped demo users' password

@@ -4,7 +4,11 @@
 // a grace period. Draining is the drain's flag and its middleware. What the
 // servers serve, and their limits, are cmd's. Listen opens their
 // listeners, with SO_REUSEPORT when asked (golang.org/x/sys/unix), for a
-// hand-over between an old process and a new one. Otherwise standard
+// hand-over between an old process and a new one. Open composes the public
+// listener's stack (the bounds per client address of internal/connlimit,
+// the TLS of internal/tlsreload and the HTTP/2 guard of internal/h2guard,
+// or without TLS internal/onewrite's connections) and the admin listener,
+// and Listeners.Servers puts the servers on them. Otherwise standard
 // library only.
 package serving
 
