@@ -11,8 +11,8 @@
 // (Purger, BreakerStates, Backend's functions) in an Options struct, never
 // configuration types, so it is tested with fakes and httptest alone. It
 // must not import config, proxy or cmd; it imports cache (purge modes),
-// upstream/breaker (breaker states) and telemetry (the purge event) for
-// their types.
+// upstream/breaker (breaker states), telemetry (the purge event) and the
+// second tiers (their Stats, on GET /backends) for their types.
 package admin
 
 import (

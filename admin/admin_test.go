@@ -383,3 +383,20 @@ func TestUncleanPathsAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// readyPinger is a backend with both Ready and Ping.
+type readyPinger struct{}
+
+func (readyPinger) Ready() error               { return errors.New("not answered yet") }
+func (readyPinger) Ping(context.Context) error { return nil }
+
+// TestBackendOf: an opened backend's Ready and Ping are reported when it
+// has them, and only then.
+func TestBackendOf(t *testing.T) {
+	if b := admin.BackendOf("pg", "postgres", readyPinger{}); b.Name != "pg" || b.Kind != "postgres" || b.Ready == nil || b.Ready() == nil || b.Ping == nil {
+		t.Errorf("a backend with both: %+v", b)
+	}
+	if b := admin.BackendOf("legacy", "crm", struct{}{}); b.Ready != nil || b.Ping != nil {
+		t.Errorf("a backend with neither: %+v", b)
+	}
+}

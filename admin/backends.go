@@ -25,6 +25,20 @@ type Backend struct {
 	Ping func(context.Context) error
 }
 
+// BackendOf is the Backend name, of kind, that b (the backend as opened)
+// reports: its Ready and Ping methods when it has them (a SQL store has
+// both, a CRM client neither).
+func BackendOf(name, kind string, b any) Backend {
+	ab := Backend{Name: name, Kind: kind}
+	if rd, ok := b.(interface{ Ready() error }); ok {
+		ab.Ready = rd.Ready
+	}
+	if p, ok := b.(interface{ Ping(context.Context) error }); ok {
+		ab.Ping = p.Ping
+	}
+	return ab
+}
+
 // SharedCacheState is the shared cache tier's section of GET /backends.
 type SharedCacheState struct {
 	// Synced is false until the replica has read every purge the fleet

@@ -12,7 +12,8 @@
 //
 // It reads its data through the small interfaces it declares below, which
 // telemetry.Metrics, telemetry.ErrorDigest, cache.Store and
-// breaker.Registry satisfy. It must not import proxy, config or cmd, and
+// breaker.Registry satisfy, and the second tiers' own Stats functions
+// (redistier, disktier), whose rows it computes. It must not import proxy, config or cmd, and
 // does no authentication: the caller mounts it behind the admin
 // credentials.
 package statuspage

@@ -15,7 +15,8 @@
 // Nothing here is global: the tracer provider and the Prometheus registry
 // are values passed to whoever needs them (never otel.SetTracerProvider nor
 // prometheus.DefaultRegisterer). It must not import proxy or config; cmd
-// adapts proxy's observation hook and the configuration to it. It imports
+// adapts proxy's observation hook to it, and config turns the
+// configuration into its TraceOptions. It imports
 // cache, cache/redistier, cache/disktier, upstream/breaker and upstream/crm for the types
 // of the counters they keep (their Stats), so each shape is declared once.
 //

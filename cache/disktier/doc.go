@@ -7,7 +7,7 @@
 // config refuses both (one second tier is consulted per first-tier miss).
 //
 // It imports cache and modernc.org/sqlite only: never proxy, upstream or
-// config (cmd turns the configuration into Options).
+// config (config turns the configuration into Options).
 //
 // # The store: SQLite (modernc.org/sqlite)
 //

@@ -5,7 +5,7 @@
 // whole fleet, and see each other's purges.
 //
 // It imports cache, go-redis and gobreaker only: never proxy, upstream or
-// config (cmd turns the configuration into Options and ClientOptions).
+// config (config turns the configuration into Options and ClientOptions).
 //
 // # Keys
 //

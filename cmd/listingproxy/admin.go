@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"maps"
 	"net/http"
 	"slices"
@@ -13,9 +12,6 @@ import (
 	"listingproxy/telemetry"
 	"listingproxy/upstream"
 )
-
-// pinger is a backend that can say whether it is reachable.
-type pinger interface{ Ping(context.Context) error }
 
 // adminOptions turns the configuration and the wired parts into the admin
 // API's options: the operator's credentials, what a purge accepts, each
@@ -47,14 +43,7 @@ func (a *app) adminOptions(cfg *config.Config, backends map[string]upstream.Back
 		o.DiskCache = a.disk.Stats
 	}
 	for _, name := range slices.Sorted(maps.Keys(backends)) {
-		ab := admin.Backend{Name: name, Kind: cfg.Backends[name].Kind}
-		if rd, ok := backends[name].(readier); ok {
-			ab.Ready = rd.Ready
-		}
-		if p, ok := backends[name].(pinger); ok {
-			ab.Ping = p.Ping
-		}
-		o.Backends = append(o.Backends, ab)
+		o.Backends = append(o.Backends, admin.BackendOf(name, cfg.Backends[name].Kind, backends[name]))
 	}
 	return o
 }

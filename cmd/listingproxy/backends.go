@@ -21,10 +21,6 @@ import (
 	"listingproxy/upstream/sqlstore/demo"
 )
 
-// readier is a backend that may not be ready to serve yet (sqlstore while
-// its database has not answered since start-up).
-type readier interface{ Ready() error }
-
 // backendKind is how cmd opens one kind of backend.
 type backendKind struct {
 	// open opens the backend name of cfg; the function returned releases

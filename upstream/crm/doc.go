@@ -5,7 +5,7 @@
 // XML into the upstream domain model with the readers of listingproxy/wire,
 // fed through its own bounded decoder; rendering stays with the proxy.
 //
-// It must not import proxy, cache or config: cmd turns configuration into
+// It must not import proxy, cache or config: config turns configuration into
 // Options, and the proxy consumes the Client through upstream.Backend.
 //
 // # Calls
