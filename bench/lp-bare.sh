@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# listingproxy against bench/cmd/bareproxy alone, in interleaved rounds: a
+# shorter and steadier form of bench/nginx.sh's lp/bare column (no nginx or
+# Varnish on the CPU between the rounds), with a second listingproxy under
+# another environment (ENV_B, default GOGC=100) to price the runtime's
+# memory settings in the same rounds. Each round runs wrk against A
+# (listingproxy, serve's own settings), B (listingproxy under ENV_B) and
+# bare, in that order; the script prints the medians of the per-round
+# ratios of req/s and of CPU per request (user+system time from /proc), and
+# each server's page faults per request.
+#
+#   bash bench/lp-bare.sh                                    # the cases below, 7 rounds of 3s
+#   CASES='2KB.cycled:64 45KB.1key:256' ROUNDS=5 bash bench/lp-bare.sh
+#   PRELOAD='2KB.cycled 45KB.cycled' bash bench/lp-bare.sh  # fill every server with those keys first
+#                                                            # (identity and gzip), as bench/nginx.sh's
+#                                                            # later cases find them
+#   ENV_B='GOGC=400' bash bench/lp-bare.sh
+#
+# A case is BODY.KEYS:CONNECTIONS, with BODY 2KB or 45KB and KEYS 1key,
+# cycled or zipf, drawn as in bench/nginx.sh (10,000 keys). Servers pinned
+# to CPU 0, wrk to CPU 1 (PIN=0: not pinned); the cache is 2 GiB as in
+# bench/nginx.sh; both listingproxy processes first take one-key hits for
+# STEADY seconds (default 25) so that their heaps are past the first pass
+# to the memory limit (page faults, bench/NOTES.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CASES=${CASES:-2KB.cycled:64 2KB.zipf:64 2KB.1key:256 45KB.1key:256}
+ROUNDS=${ROUNDS:-7}
+DURATION=${DURATION:-3s}
+ENV_B=${ENV_B:-GOGC=100}
+PRELOAD=${PRELOAD:-}
+STEADY=${STEADY:-25}
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-1800}
+for t in wrk python3 curl; do command -v $t >/dev/null || { echo "needs $t" >&2; exit 2; }; done
+. bench/lib.sh
+bench_start
+SERVER_CPU=() WRK_CPU=()
+if [ "${PIN:-1}" = 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+  SERVER_CPU=(taskset -c 0) WRK_CPU=(taskset -c 1)
+fi
+go build -o "$work/listingproxy" ./cmd/listingproxy
+go build -o "$work/bareproxy" ./bench/cmd/bareproxy
+go build -o "$work/warm" ./bench/cmd/warm
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 1 300); do if curl -s -o /dev/null "http://127.0.0.1:$1/"; then return; fi; sleep 0.1; done; echo "port $1 never answered" >&2; exit 1; }
+
+python3 - "$work" <<'PY'
+import random, sys
+work = sys.argv[1]
+orders = ["id","agency_id","status","approved","last_updated","price","bedrooms","bathrooms","suburb","category","property_type"]
+def lists(limit, n):
+    out = [f"/{c}/properties.{fmt}?detail=full&limit={limit}&offset={off}&order={o}"
+           for fmt in ("xml", "json") for c in ("au", "nz") for o in orders for off in range(0, 400 - limit + 1)]
+    random.Random(7).shuffle(out)
+    return out[:n]
+for body, limit in (("2KB", 1), ("45KB", 22)):
+    many = lists(limit, 10000)
+    w = [1 / (k + 1) ** 1.1 for k in range(len(many))]
+    for name, paths in (("1key", many[:1]), ("cycled", many), ("zipf", random.Random(11).choices(many, weights=w, k=200000))):
+        with open(f"{work}/{body}.{name}", "w") as f:
+            f.write("\n".join(paths) + "\n")
+PY
+
+AUTH="Authorization: Basic $(printf 'harbour:harbour-demo' | base64)"
+start_lp() { # name env: starts listingproxy on the demo with bench/nginx.sh's settings; sets PORT, PID
+  local port; port=$(free_port)
+  sed -e "s|^listen: \"[0-9.]*:8080\"|listen: \"127.0.0.1:$port\"|" -e 's|admin_listen: "127.0.0.1:[0-9]*"|admin_listen: "off"|' \
+      -e "s|file:listingproxy-demo.db|file:$work/$1.db|" -e 's|^\(  max_bytes:\).*|\1 2GiB|' -e 's|^\(  ttl:\).*|\1 2h|' \
+      -e 's|level: info|level: error|' config.yaml >"$work/$1.yaml"
+  # shellcheck disable=SC2086 # the environment is a word list on purpose
+  env $2 "${SERVER_CPU[@]}" "$work/listingproxy" -config "$work/$1.yaml" >"$work/$1.log" 2>&1 &
+  PID=$! PORT=$port; pids+=("$PID")
+  wait_port "$port"
+}
+start_lp a ""; A_PORT=$PORT A_PID=$PID
+start_lp b "$ENV_B"; B_PORT=$PORT B_PID=$PID
+X_PORT=$(free_port)
+"${SERVER_CPU[@]}" "$work/bareproxy" -listen "127.0.0.1:$X_PORT" -origin "http://127.0.0.1:$A_PORT" -auth "${AUTH#Authorization: }" >"$work/bare.log" 2>&1 &
+X_PID=$!; pids+=("$X_PID")
+wait_port "$X_PORT"
+for p in "$A_PORT" "$B_PORT"; do
+  "${WRK_CPU[@]}" wrk -t1 -c64 -d"${STEADY}s" -H "$AUTH" -s bench/paths.lua "http://127.0.0.1:$p" -- "$work/2KB.1key" >/dev/null
+done
+for f in $PRELOAD; do
+  for p in "$A_PORT" "$B_PORT" "$X_PORT"; do
+    "$work/warm" -base "http://127.0.0.1:$p" -paths <(sort -u "$work/$f") -H "$AUTH" >/dev/null
+    "$work/warm" -base "http://127.0.0.1:$p" -paths <(sort -u "$work/$f") -H "$AUTH" -H "Accept-Encoding: gzip" >/dev/null
+  done
+done
+
+stat_field() { awk -v f="$2" '{print $f}' "/proc/$1/stat"; }
+cpu() { echo $(( $(stat_field "$1" 14) + $(stat_field "$1" 15) )); }
+HZ=$(getconf CLK_TCK)
+printf '%-16s %8s %8s %8s   %7s %7s   %8s %8s %8s   (medians of %s rounds of %s; B: %s)\n' \
+  case A/bare B/bare B/A cpuA/x cpuB/x faultsA faultsB faultsX "$ROUNDS" "$DURATION" "$ENV_B"
+for cs in $CASES; do
+  f=${cs%%:*} conns=${cs#*:}
+  [ -e "$work/$f" ] || { echo "unknown case $cs (BODY.KEYS:CONNECTIONS, e.g. 2KB.cycled:64)" >&2; exit 2; }
+  for p in "$A_PORT" "$B_PORT" "$X_PORT"; do
+    "$work/warm" -base "http://127.0.0.1:$p" -paths <(sort -u "$work/$f") -H "$AUTH" >/dev/null
+  done
+  : >"$work/rounds"
+  for _ in $(seq 1 "$ROUNDS"); do
+    line=""
+    for s in "$A_PORT $A_PID" "$B_PORT $B_PID" "$X_PORT $X_PID"; do
+      set -- $s
+      f0=$(stat_field "$2" 10); t0=$(cpu "$2")
+      out=$("${WRK_CPU[@]}" wrk -t1 -c"$conns" -d"$DURATION" -H "$AUTH" -s bench/paths.lua "http://127.0.0.1:$1" -- "$work/$f" 2>&1)
+      t1=$(cpu "$2"); f1=$(stat_field "$2" 10)
+      n=$(awk '/requests in/ {print $1}' <<<"$out")
+      if [ -z "$n" ] || grep -q 'Non-2xx' <<<"$out"; then echo "wrk failed or got non-2xx answers from port $1:" >&2; echo "$out" >&2; exit 1; fi
+      line="$line $(awk '/Requests\/sec/ {print $2}' <<<"$out") $(awk -v a="$t0" -v b="$t1" -v n="$n" -v hz="$HZ" 'BEGIN {print (b-a)/hz*1e6/n}') $(awk -v a="$f0" -v b="$f1" -v n="$n" 'BEGIN {print (b-a)/n}')"
+    done
+    echo "$line" >>"$work/rounds"
+  done
+  python3 - "$cs" "$work/rounds" <<'PY'
+import statistics, sys
+rows = [list(map(float, l.split())) for l in open(sys.argv[2]) if l.strip()]
+med = lambda xs: statistics.median(xs)
+r = lambda i, j: med([row[i] / row[j] for row in rows])
+print("%-16s %8.3f %8.3f %8.3f   %7.3f %7.3f   %8.4f %8.4f %8.4f" % (sys.argv[1], r(0, 6), r(3, 6), r(3, 0), r(1, 7), r(4, 7),
+      med([x[2] for x in rows]), med([x[5] for x in rows]), med([x[8] for x in rows])))
+PY
+done
