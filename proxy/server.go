@@ -335,7 +335,7 @@ func (s *Server) Reload(users []User, o ReloadOptions) error {
 const DefaultMaxResults = 1000
 
 // DefaultPolicy is the freshness policy when Options.Policy is nil, and
-// each zero field's default in the one cmd builds from the configuration
+// each zero field's default in the one config builds from the configuration
 // (docs/configuration.md lists them).
 var DefaultPolicy = cache.Policy{
 	TTL: 60 * time.Second,
