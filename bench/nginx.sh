@@ -49,6 +49,7 @@ ROUNDS=${ROUNDS:-5}
 KEYS=${KEYS:-10000}
 MODE=${MODE:-hit}
 CASES=${CASES:-}
+ORDER=${ORDER:-fixed}   # fixed: lp, nginx, Varnish, bare in every round; rotate: round r starts r-1 places later
 
 need() { command -v "$1" >/dev/null || { echo "installing $2 (apt-get)"; (apt-get update -qq && apt-get install -y -qq "$2") >/dev/null; }; }
 need wrk wrk
@@ -266,11 +267,17 @@ for body in 2KB 45KB; do
         curl -fsS -o /dev/null -D - "${warmhdr[@]}" "http://127.0.0.1:$VA$p1" | grep -qiE '^X-Varnish: [0-9]+ [0-9]+' || { echo "$name: varnish did not hit"; exit 1; }
         curl -fsS -o /dev/null -D - "${warmhdr[@]}" "http://127.0.0.1:$BA$p1" | grep -qi '^X-Cache-Status: HIT' || { echo "$name: bare did not hit"; exit 1; }
         for f in lp ng va ba r_ng r_va r_ba r_bang; do : >"$work/$f.rps"; : >"$work/$f.cpu"; done
-        for _ in $(seq 1 "$ROUNDS"); do
-          read -r a ac < <(measure "http://127.0.0.1:$LP" "$paths" "$conns" "$enc" "$LP_PID")
-          read -r b bc < <(measure "http://127.0.0.1:$NG" "$paths" "$conns" "$enc" "${NG_PIDS[@]}")
-          read -r c cc < <(measure "http://127.0.0.1:$VA" "$paths" "$conns" "$enc" $(va_pids))
-          read -r d dc < <(measure "http://127.0.0.1:$BA" "$paths" "$conns" "$enc" "$BA_PID")
+        for r in $(seq 1 "$ROUNDS"); do
+          seq=(lp ng va ba)
+          if [ "$ORDER" = rotate ]; then k=$(( (r - 1) % 4 )); seq=("${seq[@]:k}" "${seq[@]:0:k}"); fi
+          for s in "${seq[@]}"; do
+            case $s in
+              lp) read -r a ac < <(measure "http://127.0.0.1:$LP" "$paths" "$conns" "$enc" "$LP_PID") ;;
+              ng) read -r b bc < <(measure "http://127.0.0.1:$NG" "$paths" "$conns" "$enc" "${NG_PIDS[@]}") ;;
+              va) read -r c cc < <(measure "http://127.0.0.1:$VA" "$paths" "$conns" "$enc" $(va_pids)) ;;
+              ba) read -r d dc < <(measure "http://127.0.0.1:$BA" "$paths" "$conns" "$enc" "$BA_PID") ;;
+            esac
+          done
           echo "$a" >>"$work/lp.rps"; echo "$ac" >>"$work/lp.cpu"
           echo "$b" >>"$work/ng.rps"; echo "$bc" >>"$work/ng.cpu"
           echo "$c" >>"$work/va.rps"; echo "$cc" >>"$work/va.cpu"
