@@ -41,6 +41,17 @@ func xmlEndBlock(dst []byte, depth int, name string) []byte {
 	return xmlEnd(xmlIndent(dst, depth), name)
 }
 
+// xmlCloseText ends an element whose start tag and attributes are written:
+// text and the end tag, or "/>" when text is empty.
+func xmlCloseText(dst []byte, name, text string) []byte {
+	if text == "" {
+		return append(dst, "/>\n"...)
+	}
+	dst = append(dst, '>')
+	dst = appendXMLText(dst, text)
+	return xmlEnd(dst, name)
+}
+
 // xmlEmpty appends the indented self-closing element <name/>.
 func xmlEmpty(dst []byte, depth int, name string) []byte {
 	dst = xmlStart(dst, depth, name)
@@ -174,13 +185,7 @@ func xmlPropertyAgents(dst []byte, d int, p *upstream.Property) []byte {
 	for _, a := range p.Agents {
 		dst = xmlStart(dst, d+1, "agent")
 		dst = xmlAttrInt(dst, "id", a.ID)
-		if a.Name == "" {
-			dst = append(dst, "/>\n"...)
-			continue
-		}
-		dst = append(dst, '>')
-		dst = appendXMLText(dst, a.Name)
-		dst = xmlEnd(dst, "agent")
+		dst = xmlCloseText(dst, "agent", a.Name)
 	}
 	return xmlEndBlock(dst, d, "agents")
 }
@@ -218,13 +223,7 @@ func xmlMedia(dst []byte, depth int, container, item string, count int, ms []ups
 		dst = xmlAttr(dst, "caption", m.Caption)
 		dst = xmlAttrInt(dst, "position", int64(m.Position))
 		dst = xmlAttr(dst, "thumbnail", m.Thumbnail)
-		if m.URL == "" {
-			dst = append(dst, "/>\n"...)
-			continue
-		}
-		dst = append(dst, '>')
-		dst = appendXMLText(dst, m.URL)
-		dst = xmlEnd(dst, item)
+		dst = xmlCloseText(dst, item, m.URL)
 	}
 	return xmlEndBlock(dst, depth, container)
 }
@@ -290,13 +289,7 @@ func xmlErrors(dst []byte, errs normalize.Errors) []byte {
 	for _, e := range errs {
 		dst = xmlStart(dst, 1, "error")
 		dst = xmlAttr(dst, "field", e.Field)
-		if e.Message == "" {
-			dst = append(dst, "/>\n"...)
-			continue
-		}
-		dst = append(dst, '>')
-		dst = appendXMLText(dst, e.Message)
-		dst = xmlEnd(dst, "error")
+		dst = xmlCloseText(dst, "error", e.Message)
 	}
 	return xmlEndBlock(dst, 0, "errors")
 }
