@@ -7,13 +7,14 @@
 #
 #   bash bench/crm-hostile.sh                          # 16 clients x 15 MiB, shapes elements photos records text
 #   SHAPES=elements CLIENTS=4 SIZE=$((4<<20)) bash bench/crm-hostile.sh   # a short run
-#   LP_ENV='GOGC=100' bash bench/crm-hostile.sh        # listingproxy with this environment
+#   LP_ENV='GOGC=off' bash bench/crm-hostile.sh        # listingproxy with this environment
 #
-# listingproxy collects only when its heap nears the memory limit derived
-# from cache.max_bytes (256MiB here: limit 416 MiB; docs/operations.md), so
-# its peak RSS mostly shows how much garbage a burst leaves before the
-# first collection, up to that limit; LP_ENV='GOGC=100' makes it collect
-# as the heap doubles and shows what decoding itself holds.
+# listingproxy collects as its heap doubles (GOGC at the runtime's default)
+# or when it nears the memory limit derived from cache.max_bytes (256MiB
+# here: limit 416 MiB; docs/operations.md), so its peak RSS shows what
+# decoding holds; LP_ENV='GOGC=off' (serve's setting before 2026-11-28)
+# collects only near the limit and shows how much garbage a burst leaves
+# before the first collection, up to that limit.
 #
 # Targets: peak RSS <= 600 MB and every client answered (a
 # complete response, 503 with Retry-After at worst) within

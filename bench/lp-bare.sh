@@ -2,7 +2,7 @@
 # listingproxy against bench/cmd/bareproxy alone, in interleaved rounds: a
 # shorter and steadier form of bench/nginx.sh's lp/bare column (no nginx or
 # Varnish on the CPU between the rounds), with a second listingproxy under
-# another environment (ENV_B, default GOGC=100) to price the runtime's
+# another environment (ENV_B, default GOGC=off) to price the runtime's
 # memory settings in the same rounds. Each round runs wrk against A
 # (listingproxy, serve's own settings), B (listingproxy under ENV_B) and
 # bare, in that order; the script prints the medians of the per-round
@@ -15,6 +15,8 @@
 #                                                            # (identity and gzip), as bench/nginx.sh's
 #                                                            # later cases find them
 #   ENV_B='GOGC=400' bash bench/lp-bare.sh
+#   BIN_B=/tmp/lp-other ENV_B= bash bench/lp-bare.sh         # B is another build of listingproxy (a PGO build,
+#                                                            # another revision) under ENV_B
 #
 # A case is BODY.KEYS:CONNECTIONS, with BODY 2KB or 45KB and KEYS 1key,
 # cycled or zipf, drawn as in bench/nginx.sh (10,000 keys). Servers pinned
@@ -27,8 +29,9 @@ cd "$(dirname "$0")/.."
 CASES=${CASES:-2KB.cycled:64 2KB.zipf:64 2KB.1key:256 45KB.1key:256}
 ROUNDS=${ROUNDS:-7}
 DURATION=${DURATION:-3s}
-ENV_B=${ENV_B:-GOGC=100}
+ENV_B=${ENV_B-GOGC=off}
 PRELOAD=${PRELOAD:-}
+BIN_B=${BIN_B:-}
 STEADY=${STEADY:-25}
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-1800}
 for t in wrk python3 curl; do command -v $t >/dev/null || { echo "needs $t" >&2; exit 2; }; done
@@ -39,6 +42,7 @@ if [ "${PIN:-1}" = 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ];
   SERVER_CPU=(taskset -c 0) WRK_CPU=(taskset -c 1)
 fi
 go build -o "$work/listingproxy" ./cmd/listingproxy
+if [ -n "$BIN_B" ]; then cp "$BIN_B" "$work/listingproxy-b"; else cp "$work/listingproxy" "$work/listingproxy-b"; fi
 go build -o "$work/bareproxy" ./bench/cmd/bareproxy
 go build -o "$work/warm" ./bench/cmd/warm
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
@@ -62,18 +66,18 @@ for body, limit in (("2KB", 1), ("45KB", 22)):
 PY
 
 AUTH="Authorization: Basic $(printf 'harbour:harbour-demo' | base64)"
-start_lp() { # name env: starts listingproxy on the demo with bench/nginx.sh's settings; sets PORT, PID
+start_lp() { # name env binary: starts listingproxy on the demo with bench/nginx.sh's settings; sets PORT, PID
   local port; port=$(free_port)
   sed -e "s|^listen: \"[0-9.]*:8080\"|listen: \"127.0.0.1:$port\"|" -e 's|admin_listen: "127.0.0.1:[0-9]*"|admin_listen: "off"|' \
       -e "s|file:listingproxy-demo.db|file:$work/$1.db|" -e 's|^\(  max_bytes:\).*|\1 2GiB|' -e 's|^\(  ttl:\).*|\1 2h|' \
       -e 's|level: info|level: error|' config.yaml >"$work/$1.yaml"
   # shellcheck disable=SC2086 # the environment is a word list on purpose
-  env $2 "${SERVER_CPU[@]}" "$work/listingproxy" -config "$work/$1.yaml" >"$work/$1.log" 2>&1 &
+  env $2 "${SERVER_CPU[@]}" "$3" -config "$work/$1.yaml" >"$work/$1.log" 2>&1 &
   PID=$! PORT=$port; pids+=("$PID")
   wait_port "$port"
 }
-start_lp a ""; A_PORT=$PORT A_PID=$PID
-start_lp b "$ENV_B"; B_PORT=$PORT B_PID=$PID
+start_lp a "" "$work/listingproxy"; A_PORT=$PORT A_PID=$PID
+start_lp b "$ENV_B" "$work/listingproxy-b"; B_PORT=$PORT B_PID=$PID
 X_PORT=$(free_port)
 "${SERVER_CPU[@]}" "$work/bareproxy" -listen "127.0.0.1:$X_PORT" -origin "http://127.0.0.1:$A_PORT" -auth "${AUTH#Authorization: }" >"$work/bare.log" 2>&1 &
 X_PID=$!; pids+=("$X_PID")

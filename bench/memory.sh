@@ -114,9 +114,9 @@ if [[ " $PARTS " == *" hit "* ]]; then
 	done
 	ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 	hz=$(getconf CLK_TCK)
-	# GOGC=off lets the heap grow to the memory limit before its first
-	# collection: until then every new page costs a fault. Measure the
-	# steady state, after WARM of hits on each server.
+	# A fresh heap takes a fault for every new page until its first
+	# collections (under GOGC=off, until it reaches the memory limit).
+	# Measure the steady state, after WARM of hits on each server.
 	for bin in old new; do
 		"${WRK_CPU[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$WARM" -H "$AUTH" "http://127.0.0.1:${PORT[$bin]}/au/properties/1.xml" >/dev/null 2>&1
 	done

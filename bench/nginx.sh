@@ -161,12 +161,12 @@ if [ "$MODE" = miss ]; then
   exit 0
 fi
 
-# listingproxy's steady state. With GOGC off under its memory limit (about
-# 3 GiB for the 2 GiB cache above), a freshly started listingproxy's heap grows
-# through memory it has never touched until its first collection: until then
-# about two hits in three take a page fault (a zeroed 4 KB page), a cost a
-# long-running server no longer pays (bench/NOTES.md, "Testing those
-# hypotheses"). So, before any case, one-key 2 KB hits until listingproxy's
+# listingproxy's steady state. A freshly started listingproxy's heap grows
+# through memory it has never touched until its first collections: until
+# then hits take page faults (a zeroed 4 KB page each), a cost a long-running
+# server no longer pays (bench/NOTES.md, "Testing those hypotheses"; under
+# GOGC=off, serve's setting until 2026-11-28, that first pass lasted until
+# the heap reached the 3 GiB memory limit). So, before any case, one-key 2 KB hits until listingproxy's
 # minor page faults fall below 0.01 per hit, for at most LP_STEADY seconds
 # (0: skip). nginx and Varnish reuse their memory from the start.
 LP_STEADY=${LP_STEADY:-180}

@@ -97,8 +97,8 @@ func (d *discard) Write(p []byte) (int, error) { d.n += len(p); return len(p), n
 //     the cache growing from empty onto memory the process returned to the
 //     system first (debug.FreeOSMemory): a server's first fills after a
 //     start, each touching new pages;
-//   - steady: the same, with the service's memory settings (GOGC off, the
-//     memory limit of cache.max_bytes 16MiB) and the cache already full,
+//   - steady: the same, with the service's memory settings (the memory
+//     limit of cache.max_bytes 16MiB, GOGC at the runtime's default) and the cache already full,
 //     so that fills evict and the heap reuses its pages: a server that has
 //     run for a while;
 //   - queries: the backend's ListProperties for the same criteria (the page
@@ -241,14 +241,14 @@ func benchMiss(b *testing.B, engine string) {
 			r.RequestURI = paths[i]
 			return r
 		}
-		// The service's memory settings (memlimit.Apply), with the limit
+		// The service's memory settings (memlimit.Apply: GOGC stays the
+		// runtime's), with the limit
 		// raised by the benchmark's own live heap (the paths and criteria),
 		// so that the collector has the server's headroom.
 		runtime.GC()
 		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 		metrics.Read(live)
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(memlimit.Limit(int64(cfg.Cache.MaxBytes)) + int64(live[0].Value.Uint64())))
-		defer debug.SetGCPercent(debug.SetGCPercent(-1))
 		s := newAppFrom(b, path)
 		// Fill the cache past its budget with other lists, so that the
 		// measured misses evict and the heap recycles its pages, as in a

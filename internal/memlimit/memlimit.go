@@ -1,7 +1,17 @@
 // Package memlimit makes the cache's budget (cache.max_bytes) bound the
-// process with the runtime's own knobs, the soft memory limit and GOGC,
-// rather than a tuner of ours (docs/performance.md). Serve applies it for
-// as long as it runs; an operator's GOMEMLIMIT or GOGC is left alone.
+// process with the runtime's own knob, the soft memory limit, rather than a
+// tuner of ours (docs/performance.md). Serve applies it for as long as it
+// runs; an operator's GOMEMLIMIT is left alone, and GOGC is the runtime's
+// (its default, 100, or the operator's).
+//
+// GOGC stays proportional on purpose. Until 2026-11-28 Apply also turned it
+// off, so that the collector ran only near the limit; but then every byte a
+// hit allocates (about 2.4 KB of net/http's request and header maps) lands
+// on memory not touched since the last collection, hundreds of MB earlier,
+// and a hit pays those cache misses: with the cache not full, GOGC=100
+// served 8–14% more 2 KB hits a second than GOGC=off in interleaved rounds
+// (bench/NOTES.md, "2026-11-28: GOGC back to the runtime's default"). With
+// a full cache the limit governs either way.
 // Standard library only.
 package memlimit
 
@@ -28,40 +38,21 @@ func Limit(maxBytes int64) int64 {
 	return maxBytes + maxBytes/2 + headroom
 }
 
-// Apply makes cache.max_bytes bound the process with the runtime's
-// own knobs rather than a tuner of ours. Unless GOMEMLIMIT is set, it sets
-// the soft memory limit to Limit(maxBytes); unless GOGC is set, it
-// turns proportional collection off (GOGC=off), so the collector runs when
-// the heap nears the limit, not each time it doubles. Together they give a
-// small live heap the whole budget as headroom (a busy proxy with a small
-// cache collects a few times a minute instead of dozens of times a second)
-// and a full cache the remaining half of max_bytes plus 32 MiB. Either
-// variable, when set, is the operator's choice and is left alone: the
-// runtime has already read it (and with no limit at all, GOMEMLIMIT=off,
-// GOGC stays at its default). It returns a function that puts back the
-// settings it changed.
+// Apply makes cache.max_bytes bound the process: unless GOMEMLIMIT is set
+// (the runtime has then read it, and it is the operator's choice), it sets
+// the soft memory limit to Limit(maxBytes). The collector then runs each
+// time the heap doubles (GOGC, left to the runtime) or when it nears the
+// limit, whichever comes first: a small live heap is collected often and
+// cheaply, so the memory a hit allocates is reused while it is still in the
+// CPU's caches; a full cache collects near the limit. It returns a function
+// that puts back the limit it changed.
 func Apply(maxBytes int64, getenv func(string) string, log *slog.Logger) (restore func()) {
-	var undo []func()
 	if v := getenv("GOMEMLIMIT"); v != "" {
 		log.Debug("GOMEMLIMIT set: memory limit left to it", "GOMEMLIMIT", v)
-	} else {
-		limit := Limit(maxBytes)
-		prev := debug.SetMemoryLimit(limit)
-		undo = append(undo, func() { debug.SetMemoryLimit(prev) })
-		log.Debug("memory limit from cache.max_bytes", "limit_bytes", limit)
+		return func() {}
 	}
-	switch v := getenv("GOGC"); {
-	case v != "":
-		log.Debug("GOGC set: left to it", "GOGC", v)
-	case debug.SetMemoryLimit(-1) == math.MaxInt64:
-		// GOMEMLIMIT=off: without a limit, GOGC=off would never collect.
-	default:
-		prev := debug.SetGCPercent(-1)
-		undo = append(undo, func() { debug.SetGCPercent(prev) })
-	}
-	return func() {
-		for _, f := range undo {
-			f()
-		}
-	}
+	limit := Limit(maxBytes)
+	prev := debug.SetMemoryLimit(limit)
+	log.Debug("memory limit from cache.max_bytes", "limit_bytes", limit)
+	return func() { debug.SetMemoryLimit(prev) }
 }

@@ -24,8 +24,9 @@ func TestLimit(t *testing.T) {
 	}
 }
 
-// TestApply: the limit and GOGC=off are set unless the environment
-// sets them, and restore puts back what was there.
+// TestApply: the limit is set unless GOMEMLIMIT is, GOGC is never
+// touched (whatever the runtime runs with stays: here 137), and restore
+// puts back what was there.
 func TestApply(t *testing.T) {
 	const maxBytes = 64 << 20
 	const operatorLimit = 1 << 30
@@ -36,9 +37,9 @@ func TestApply(t *testing.T) {
 		wantLimit     int64
 		wantGCPercent int
 	}{
-		{name: "nothing set", runtimeLimit: math.MaxInt64, wantLimit: Limit(maxBytes), wantGCPercent: -1},
+		{name: "nothing set", runtimeLimit: math.MaxInt64, wantLimit: Limit(maxBytes), wantGCPercent: 137},
 		{name: "GOGC set", env: map[string]string{"GOGC": "200"}, runtimeLimit: math.MaxInt64, wantLimit: Limit(maxBytes), wantGCPercent: 137},
-		{name: "GOMEMLIMIT set", env: map[string]string{"GOMEMLIMIT": "1GiB"}, runtimeLimit: operatorLimit, wantLimit: operatorLimit, wantGCPercent: -1},
+		{name: "GOMEMLIMIT set", env: map[string]string{"GOMEMLIMIT": "1GiB"}, runtimeLimit: operatorLimit, wantLimit: operatorLimit, wantGCPercent: 137},
 		{name: "GOMEMLIMIT=off keeps GOGC", env: map[string]string{"GOMEMLIMIT": "off"}, runtimeLimit: math.MaxInt64, wantLimit: math.MaxInt64, wantGCPercent: 137},
 		{name: "both set", env: map[string]string{"GOMEMLIMIT": "1GiB", "GOGC": "50"}, runtimeLimit: operatorLimit, wantLimit: operatorLimit, wantGCPercent: 137},
 	}
