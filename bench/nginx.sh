@@ -166,9 +166,9 @@ fi
 # then hits take page faults (a zeroed 4 KB page each), a cost a long-running
 # server no longer pays (bench/NOTES.md, "Testing those hypotheses"; under
 # GOGC=off, serve's setting until 2026-11-28, that first pass lasted until
-# the heap reached the 3 GiB memory limit). So, before any case, one-key 2 KB hits until listingproxy's
-# minor page faults fall below 0.01 per hit, for at most LP_STEADY seconds
-# (0: skip). nginx and Varnish reuse their memory from the start.
+# the heap reached the 3 GiB memory limit). So, before any case, one-key 2 KB
+# hits until listingproxy's minor page faults fall below 0.01 per hit, for at
+# most LP_STEADY seconds (0: skip). nginx and Varnish reuse their memory from the start.
 LP_STEADY=${LP_STEADY:-180}
 faults() { awk '{print $10}' "/proc/$1/stat"; }
 if [ "$LP_STEADY" != 0 ]; then

@@ -98,9 +98,9 @@ func (d *discard) Write(p []byte) (int, error) { d.n += len(p); return len(p), n
 //     system first (debug.FreeOSMemory): a server's first fills after a
 //     start, each touching new pages;
 //   - steady: the same, with the service's memory settings (the memory
-//     limit of cache.max_bytes 16MiB, GOGC at the runtime's default) and the cache already full,
-//     so that fills evict and the heap reuses its pages: a server that has
-//     run for a while;
+//     limit of cache.max_bytes 16MiB, GOGC at the runtime's default) and
+//     the cache already full, so that fills evict and the heap reuses its
+//     pages: a server that has run for a while;
 //   - queries: the backend's ListProperties for the same criteria (the page
 //     and its agents, media and open homes);
 //   - render: wire.AppendPropertyList of those pages, into a reused buffer
@@ -242,9 +242,9 @@ func benchMiss(b *testing.B, engine string) {
 			return r
 		}
 		// The service's memory settings (memlimit.Apply: GOGC stays the
-		// runtime's), with the limit
-		// raised by the benchmark's own live heap (the paths and criteria),
-		// so that the collector has the server's headroom.
+		// runtime's), with the limit raised by the benchmark's own live
+		// heap (the paths and criteria), so that the collector has the
+		// server's headroom.
 		runtime.GC()
 		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 		metrics.Read(live)
