@@ -7,7 +7,8 @@
 # (listingproxy, serve's own settings), B (listingproxy under ENV_B) and
 # bare, in that order; the script prints the medians of the per-round
 # ratios of req/s and of CPU per request (user+system time from /proc), and
-# each server's page faults per request.
+# each server's page faults and context switches (every thread's, voluntary
+# or not) per request.
 #
 #   bash bench/lp-bare.sh                                    # the cases below, 7 rounds of 3s
 #   CASES='2KB.cycled:64 45KB.1key:256' ROUNDS=5 bash bench/lp-bare.sh
@@ -94,9 +95,10 @@ done
 
 stat_field() { awk -v f="$2" '{print $f}' "/proc/$1/stat"; }
 cpu() { echo $(( $(stat_field "$1" 14) + $(stat_field "$1" 15) )); }
+switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/_ctxt_switches/ {n += $2} END {print n}'; } # voluntary + not, every thread
 HZ=$(getconf CLK_TCK)
-printf '%-16s %8s %8s %8s   %7s %7s   %8s %8s %8s   (medians of %s rounds of %s; B: %s)\n' \
-  case A/bare B/bare B/A cpuA/x cpuB/x faultsA faultsB faultsX "$ROUNDS" "$DURATION" "$ENV_B"
+printf '%-16s %8s %8s %8s   %7s %7s   %8s %8s %8s   %7s %7s %7s   (medians of %s rounds of %s; B: %s)\n' \
+  case A/bare B/bare B/A cpuA/x cpuB/x faultsA faultsB faultsX cswA cswB cswX "$ROUNDS" "$DURATION" "$ENV_B"
 for cs in $CASES; do
   f=${cs%%:*} conns=${cs#*:}
   [ -e "$work/$f" ] || { echo "unknown case $cs (BODY.KEYS:CONNECTIONS, e.g. 2KB.cycled:64)" >&2; exit 2; }
@@ -108,12 +110,12 @@ for cs in $CASES; do
     line=""
     for s in "$A_PORT $A_PID" "$B_PORT $B_PID" "$X_PORT $X_PID"; do
       set -- $s
-      f0=$(stat_field "$2" 10); t0=$(cpu "$2")
+      f0=$(stat_field "$2" 10); t0=$(cpu "$2"); c0=$(switches "$2")
       out=$("${WRK_CPU[@]}" wrk -t1 -c"$conns" -d"$DURATION" -H "$AUTH" -s bench/paths.lua "http://127.0.0.1:$1" -- "$work/$f" 2>&1)
-      t1=$(cpu "$2"); f1=$(stat_field "$2" 10)
+      t1=$(cpu "$2"); f1=$(stat_field "$2" 10); c1=$(switches "$2")
       n=$(awk '/requests in/ {print $1}' <<<"$out")
       if [ -z "$n" ] || grep -q 'Non-2xx' <<<"$out"; then echo "wrk failed or got non-2xx answers from port $1:" >&2; echo "$out" >&2; exit 1; fi
-      line="$line $(awk '/Requests\/sec/ {print $2}' <<<"$out") $(awk -v a="$t0" -v b="$t1" -v n="$n" -v hz="$HZ" 'BEGIN {print (b-a)/hz*1e6/n}') $(awk -v a="$f0" -v b="$f1" -v n="$n" 'BEGIN {print (b-a)/n}')"
+      line="$line $(awk '/Requests\/sec/ {print $2}' <<<"$out") $(awk -v a="$t0" -v b="$t1" -v n="$n" -v hz="$HZ" 'BEGIN {print (b-a)/hz*1e6/n}') $(awk -v a="$f0" -v b="$f1" -v n="$n" 'BEGIN {print (b-a)/n}') $(awk -v a="$c0" -v b="$c1" -v n="$n" 'BEGIN {print (b-a)/n}')"
     done
     echo "$line" >>"$work/rounds"
   done
@@ -122,7 +124,8 @@ import statistics, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[2]) if l.strip()]
 med = lambda xs: statistics.median(xs)
 r = lambda i, j: med([row[i] / row[j] for row in rows])
-print("%-16s %8.3f %8.3f %8.3f   %7.3f %7.3f   %8.4f %8.4f %8.4f" % (sys.argv[1], r(0, 6), r(3, 6), r(3, 0), r(1, 7), r(4, 7),
-      med([x[2] for x in rows]), med([x[5] for x in rows]), med([x[8] for x in rows])))
+print("%-16s %8.3f %8.3f %8.3f   %7.3f %7.3f   %8.4f %8.4f %8.4f   %7.4f %7.4f %7.4f" % (sys.argv[1], r(0, 8), r(4, 8), r(4, 0), r(1, 9), r(5, 9),
+      med([x[2] for x in rows]), med([x[6] for x in rows]), med([x[10] for x in rows]),
+      med([x[3] for x in rows]), med([x[7] for x in rows]), med([x[11] for x in rows])))
 PY
 done
