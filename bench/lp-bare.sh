@@ -33,6 +33,7 @@ DURATION=${DURATION:-3s}
 ENV_B=${ENV_B-GOGC=off}
 PRELOAD=${PRELOAD:-}
 BIN_B=${BIN_B:-}
+ORDER=${ORDER:-rotate} # rotate: round r starts r-1 places later (A B bare, B bare A, bare A B, ...); fixed: A B bare
 STEADY=${STEADY:-25}
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-1800}
 for t in wrk python3 curl; do command -v $t >/dev/null || { echo "needs $t" >&2; exit 2; }; done
@@ -106,18 +107,20 @@ for cs in $CASES; do
     "$work/warm" -base "http://127.0.0.1:$p" -paths <(sort -u "$work/$f") -H "$AUTH" >/dev/null
   done
   : >"$work/rounds"
-  for _ in $(seq 1 "$ROUNDS"); do
-    line=""
-    for s in "$A_PORT $A_PID" "$B_PORT $B_PID" "$X_PORT $X_PID"; do
-      set -- $s
+  for r in $(seq 1 "$ROUNDS"); do
+    servers=("$A_PORT $A_PID" "$B_PORT $B_PID" "$X_PORT $X_PID") got=()
+    seq=(0 1 2)
+    if [ "$ORDER" = rotate ]; then k=$(( (r - 1) % 3 )); seq=("${seq[@]:k}" "${seq[@]:0:k}"); fi
+    for i in "${seq[@]}"; do
+      set -- ${servers[$i]}
       f0=$(stat_field "$2" 10); t0=$(cpu "$2"); c0=$(switches "$2")
       out=$("${WRK_CPU[@]}" wrk -t1 -c"$conns" -d"$DURATION" -H "$AUTH" -s bench/paths.lua "http://127.0.0.1:$1" -- "$work/$f" 2>&1)
       t1=$(cpu "$2"); f1=$(stat_field "$2" 10); c1=$(switches "$2")
       n=$(awk '/requests in/ {print $1}' <<<"$out")
       if [ -z "$n" ] || grep -q 'Non-2xx' <<<"$out"; then echo "wrk failed or got non-2xx answers from port $1:" >&2; echo "$out" >&2; exit 1; fi
-      line="$line $(awk '/Requests\/sec/ {print $2}' <<<"$out") $(awk -v a="$t0" -v b="$t1" -v n="$n" -v hz="$HZ" 'BEGIN {print (b-a)/hz*1e6/n}') $(awk -v a="$f0" -v b="$f1" -v n="$n" 'BEGIN {print (b-a)/n}') $(awk -v a="$c0" -v b="$c1" -v n="$n" 'BEGIN {print (b-a)/n}')"
+      got[$i]="$(awk '/Requests\/sec/ {print $2}' <<<"$out") $(awk -v a="$t0" -v b="$t1" -v n="$n" -v hz="$HZ" 'BEGIN {print (b-a)/hz*1e6/n}') $(awk -v a="$f0" -v b="$f1" -v n="$n" 'BEGIN {print (b-a)/n}') $(awk -v a="$c0" -v b="$c1" -v n="$n" 'BEGIN {print (b-a)/n}')"
     done
-    echo "$line" >>"$work/rounds"
+    echo "${got[0]} ${got[1]} ${got[2]}" >>"$work/rounds"
   done
   python3 - "$cs" "$work/rounds" <<'PY'
 import statistics, sys

@@ -59,3 +59,50 @@ func TestFresh(t *testing.T) {
 		t.Error("Fresh on an expired negative: ok")
 	}
 }
+
+// TestFreshHashed: FreshHashed with a Variant's VariantHash answers as
+// Fresh does, and a hash that leads it to another key's item (another
+// tenant's, or another permission level's scope, with the same Variant)
+// finds nothing: the lookup compares the whole Key, so a caller's wrong
+// hash costs a miss, never another key's body.
+func TestFreshHashed(t *testing.T) {
+	s := newStore(t, Options{MaxBytes: 1 << 20})
+	p := Policy{TTL: time.Hour}
+	const variant = "detail=full|limit=1"
+	keys := []Key{
+		{Tenant: "harbour", Resource: "properties", Scope: "full|au|xml", Variant: variant},
+		{Tenant: "summit", Resource: "properties", Scope: "full|au|xml", Variant: variant},
+		{Tenant: "harbour", Resource: "properties", Scope: "short|au|xml", Variant: variant},
+	}
+	for _, k := range keys {
+		want := k.Tenant + " " + k.Scope
+		if _, _, err := s.Get(context.Background(), k, p, func(context.Context) (*Entry, error) {
+			return NewEntry([]byte(want), "text/plain", false, time.Now()), nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Wait()
+	vh := s.VariantHash(variant)
+	for _, k := range keys {
+		e, o, _, ok := s.FreshHashed(k, vh, p)
+		if want := k.Tenant + " " + k.Scope; !ok || o != Hit || body(e) != want {
+			t.Errorf("FreshHashed(%v) = %q, %v, %v; want %q, a hit", k, body(e), o, ok, want)
+		}
+		if e, _, _, ok := s.FreshHashed(k, vh+1, p); ok {
+			t.Errorf("FreshHashed(%v) with a wrong hash = %q, want nothing", k, body(e))
+		}
+	}
+	// A hash chosen to land on harbour's full-detail item, for each of
+	// the other keys: the item is there, its key is not theirs.
+	target := s.hash(keys[0])
+	for _, k := range keys[1:] {
+		forged := s.hashWith(k, 0) ^ target
+		if s.hashWith(k, forged) != target {
+			t.Fatalf("forged hash for %v does not land on %v", k, keys[0])
+		}
+		if e, _, _, ok := s.FreshHashed(k, forged, p); ok {
+			t.Errorf("FreshHashed(%v) on %v's item = %q, want nothing", k, keys[0], body(e))
+		}
+	}
+}

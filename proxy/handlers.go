@@ -48,18 +48,18 @@ func listEndpoint[T any](s *Server, res normalize.Resource, name string,
 	appendList func([]byte, wire.Format, []T, wire.Options) []byte, tags tagsOf[T],
 ) apiHandler {
 	return func(w http.ResponseWriter, r request) (handled, error) {
-		c, unknown, err := s.criteria(&r, res, parse)
+		pq, unknown, err := s.criteria(&r, res, parse)
 		if err != nil {
 			return handled{unknown: unknown}, err
 		}
-		k := s.cacheKey(&r, name, c.Key())
+		k := s.cacheKey(&r, name, pq.key)
 		if r.warm != nil && r.warm.key(k) {
 			return handled{}, nil
 		}
-		if outcome, ok := s.answerFresh(w, &r, k); ok {
+		if outcome, ok := s.answerFreshHashed(w, &r, k, pq.vh); ok {
 			return handled{cache: outcome, unknown: unknown}, nil
 		}
-		outcome, err := fillList(s, w, r, k, c, list, appendList, tags)
+		outcome, err := fillList(s, w, r, k, &pq.c, list, appendList, tags)
 		return handled{cache: outcome, unknown: unknown}, err
 	}
 }
@@ -186,24 +186,25 @@ func fillOne[T any](s *Server, w http.ResponseWriter, r request, k cache.Key, id
 // (including the permission check on detail=full, and, for a tenant with
 // StrictParams, the parameters the list does not take); and the metric
 // labels of those parameters (normalize.ParamLabel), nil when none.
-func (s *Server) criteria(r *request, res normalize.Resource, parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors)) (*normalize.Criteria, []string, error) {
+func (s *Server) criteria(r *request, res normalize.Resource, parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors)) (*parsedQuery, []string, error) {
 	_, span := s.startSpan(r.ctx, "proxy.normalize")
-	c, unknown, memoised, err := s.canonical(r, res, parse)
+	pq, unknown, memoised, err := s.canonical(r, res, parse)
 	if span.IsRecording() {
 		span.SetAttributes(attrMemo.Bool(memoised), attrValid.Bool(err == nil))
 	}
 	span.End()
-	return c, unknown, err
+	return pq, unknown, err
 }
 
 // canonical is criteria without the span; memoised reports a memo hit. The
 // criteria are shared (with the memo) and must not be modified; a hit
 // copies nothing (Criteria is a few hundred bytes).
-func (s *Server) canonical(r *request, res normalize.Resource, parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors)) (_ *normalize.Criteria, unknown []string, memoised bool, _ error) {
+func (s *Server) canonical(r *request, res normalize.Resource, parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors)) (_ *parsedQuery, unknown []string, memoised bool, _ error) {
 	raw := r.URL.RawQuery
 	norm := s.normFor(r.who.tenant)
 	strict := r.who.tenant.StrictParams
-	pq, memoised := s.memo.get(memoKey{res, norm.MaxResults, norm.MaxOffset, raw})
+	pq := s.memo.ref(memoKey{res, norm.MaxResults, norm.MaxOffset, raw})
+	memoised = pq != nil
 	if !memoised {
 		q, err := parseQuery(raw)
 		if err != nil {
@@ -218,18 +219,21 @@ func (s *Server) canonical(r *request, res normalize.Resource, parse func(url.Va
 			}
 			return nil, paramLabels(names), false, err
 		}
-		pq = newParsedQuery(parsed, names)
-		s.memo.put(memoKey{res, norm.MaxResults, norm.MaxOffset, raw}, pq)
+		parsedQ := newParsedQuery(parsed, names)
+		if s.cache != nil {
+			parsedQ.vh = s.cache.VariantHash(parsedQ.key)
+		}
+		s.memo.put(memoKey{res, norm.MaxResults, norm.MaxOffset, raw}, parsedQ)
+		pq = &parsedQ
 	}
-	c := &pq.c
 	var err error
-	if c.Detail() == normalize.Full && r.who.perms&PermFull == 0 {
+	if pq.detail == normalize.Full && r.who.perms&PermFull == 0 {
 		err = normalize.Errors{{Field: "detail", Message: msgNeedFull}}
 	}
 	if strict && pq.unknown != nil {
 		err = withUnknown(err, res, pq.unknown)
 	}
-	return c, pq.labels, memoised, err
+	return pq, pq.labels, memoised, err
 }
 
 // withUnknown adds the errors refusing the unknown parameters names of a
@@ -410,10 +414,19 @@ func (s *Server) cacheKey(r *request, resource, criteria string) cache.Key {
 // no closures. With tracing on it
 // leaves everything to serve, whose cache.lookup span records the outcome.
 func (s *Server) answerFresh(w http.ResponseWriter, r *request, k cache.Key) (outcome string, ok bool) {
+	if s.cache == nil {
+		return "", false
+	}
+	return s.answerFreshHashed(w, r, k, s.cache.VariantHash(k.Variant))
+}
+
+// answerFreshHashed is answerFresh with k.Variant's VariantHash given (the
+// criteria memo keeps it).
+func (s *Server) answerFreshHashed(w http.ResponseWriter, r *request, k cache.Key, vh uint64) (outcome string, ok bool) {
 	if s.cache == nil || s.tracer != nil {
 		return "", false
 	}
-	e, o, now, ok := s.cache.Fresh(k, r.st.policy(k.Resource))
+	e, o, now, ok := s.cache.FreshHashed(k, vh, r.st.policy(k.Resource))
 	if !ok {
 		return "", false
 	}

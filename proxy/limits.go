@@ -38,11 +38,14 @@ type clockMemo[K comparable, V any] struct {
 	costOf func(K, V) int
 }
 
+// clockEntry is one memo entry. A hit reads used and v, so they come
+// first: with a value of a few words (the criteria memo's parsedQuery
+// begins with what a hit needs) the hit reads one cache line of the entry.
 type clockEntry[K comparable, V any] struct {
-	k    K
-	v    V
-	cost int
 	used atomic.Bool
+	v    V
+	k    K
+	cost int
 }
 
 // newClockMemo holds up to size entries.
@@ -63,6 +66,16 @@ func (c *clockMemo[K, V]) get(k K) (V, bool) {
 		return zero, false
 	}
 	return e.v, true
+}
+
+// ref is get's value in place, for values too large to copy per hit;
+// nil when k is not held. The value is immutable: a caller must not
+// modify it.
+func (c *clockMemo[K, V]) ref(k K) *V {
+	if e := c.entry(k); e != nil {
+		return &e.v
+	}
+	return nil
 }
 
 // entry is get's entry, marked used; nil when k is not held. An entry is

@@ -14,21 +14,34 @@ import (
 // emptied itself when full, and with 10,000 keys cycled every hit parsed
 // and allocated again (15 allocations and 3.5 KB per hit instead of 1 and
 // 22 B; bench/NOTES.md, "Many hot keys").
-type criteriaMemo = clockMemo[memoKey, *parsedQuery]
+//
+// The memo holds each parsedQuery inside its entry (no pointer to follow),
+// and a parsedQuery begins with what a hit reads (the canonical key, the
+// detail level, the unknown parameters): among many hot keys each of those
+// is a cache line not touched since the key's last request, and a hit
+// that reads the entry's first line and the criteria's last (where
+// Criteria keeps its key) pays two more misses than one that reads the
+// first alone (bench/NOTES.md, "One line of the memo per hit").
+type criteriaMemo = clockMemo[memoKey, parsedQuery]
 
 // parsedQuery is what the memo keeps of a raw query: its canonical
 // criteria, and the parameters it carried that the list does not take
-// (counted on every request, refused for a strict tenant).
+// (counted on every request, refused for a strict tenant). key and detail
+// repeat c's, for a hit's first cache line, and vh spares the hit reading
+// key's bytes to hash them.
 type parsedQuery struct {
-	c normalize.Criteria
-	// unknown are the names (normalize.Unknown), labels their metric
-	// labels (normalize.ParamLabel); nil when there are none.
-	unknown, labels []string
+	key    string           // c.Key()
+	detail normalize.Detail // c.Detail()
+	vh     uint64           // key's cache.Store.VariantHash (0 without a cache)
+	// labels are the metric labels (normalize.ParamLabel) of unknown,
+	// the names (normalize.Unknown); nil when there are none.
+	labels, unknown []string
+	c               normalize.Criteria
 }
 
 // newParsedQuery keeps c and the unknown parameters names.
-func newParsedQuery(c normalize.Criteria, names []string) *parsedQuery {
-	return &parsedQuery{c: c, unknown: names, labels: paramLabels(names)}
+func newParsedQuery(c normalize.Criteria, names []string) parsedQuery {
+	return parsedQuery{key: c.Key(), detail: c.Detail(), labels: paramLabels(names), unknown: names, c: c}
 }
 
 // paramLabels returns the metric labels of names; nil for none.
@@ -68,7 +81,7 @@ func newCriteriaMemo() *criteriaMemo {
 // key, and the criteria's slices, each element of which (8 bytes at most)
 // came from at least two bytes of the query ("1,"); and the unknown
 // parameters' names and labels (a string header each, the names' bytes).
-func memoCost(k memoKey, v *parsedQuery) int {
+func memoCost(k memoKey, v parsedQuery) int {
 	if len(k.raw) > memoMaxQuery {
 		return memoBytes + 1 // never kept
 	}

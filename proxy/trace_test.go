@@ -46,7 +46,7 @@ func tracedServer(t *testing.T, fb *fakeBackend) (http.Handler, *tracetest.InMem
 	if err != nil {
 		t.Fatal(err)
 	}
-	return telemetry.ServerHandler(telemetry.Middleware(telemetry.AccessOptions{})(s), tp), exp, c
+	return telemetry.ServerHandler(telemetry.Middleware(telemetry.AccessOptions{Tracing: true})(s), tp), exp, c
 }
 
 // tree renders spans as indented "name" lines in start order under their

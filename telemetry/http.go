@@ -80,6 +80,11 @@ type AccessOptions struct {
 	// Errors aggregates the failures behind 5xx answers (Annotation.Err)
 	// into one line per backend per interval. Nil: they are not logged.
 	Errors *ErrorDigest
+	// Tracing reports that requests reach Middleware through
+	// ServerHandler with a tracer provider: Middleware then names each
+	// request's server span after its route and logs its trace id. False
+	// (tracing off) spares every request those context lookups.
+	Tracing bool
 }
 
 // Middleware returns the access-log and request-metrics middleware. Each
@@ -114,10 +119,13 @@ func Middleware(o AccessOptions) func(http.Handler) http.Handler {
 			}
 			elapsed := time.Since(epoch) - start
 			method, route := methodLabel(r.Method), Route(r)
-			span := trace.SpanFromContext(r.Context())
-			if span.IsRecording() {
-				span.SetName(method + " " + route)
-				span.SetAttributes(attribute.String("http.route", route))
+			var span trace.Span
+			if o.Tracing {
+				span = trace.SpanFromContext(r.Context())
+				if span.IsRecording() {
+					span.SetName(method + " " + route)
+					span.SetAttributes(attribute.String("http.route", route))
+				}
 			}
 			note := &rec.note
 			if m != nil {
@@ -148,8 +156,10 @@ func Middleware(o AccessOptions) func(http.Handler) http.Handler {
 				slog.String("cache", note.Cache),
 				slog.String("request_id", id),
 			}
-			if sc := span.SpanContext(); sc.HasTraceID() {
-				attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
+			if span != nil {
+				if sc := span.SpanContext(); sc.HasTraceID() {
+					attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
+				}
 			}
 			log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 		})

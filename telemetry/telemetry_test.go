@@ -108,7 +108,7 @@ func TestMiddleware(t *testing.T) {
 		telemetry.Annotate(w, telemetry.Annotation{AuthFailed: true})
 		w.WriteHeader(http.StatusUnauthorized)
 	})
-	h := telemetry.ServerHandler(telemetry.Middleware(telemetry.AccessOptions{Logger: log, Metrics: m})(mux), tp)
+	h := telemetry.ServerHandler(telemetry.Middleware(telemetry.AccessOptions{Logger: log, Metrics: m, Tracing: true})(mux), tp)
 
 	r := httptest.NewRequest("GET", "/au/agents/7.json?name=jane", nil)
 	r.SetBasicAuth("harbour", "harbour-demo")

@@ -242,7 +242,7 @@ func buildWith(ctx context.Context, cfg *config.Config, d deps) (_ *app, err err
 	a.errors = telemetry.NewErrorDigest(telemetry.DigestOptions{Logger: log, Now: now})
 	a.closers = append(a.closers, a.errors.Flush)
 	a.handler = onewrite.Handler(a.draining.Handler(telemetry.ServerHandler(telemetry.Middleware(telemetry.AccessOptions{
-		Logger: log, Metrics: a.metrics, TrustedProxies: cfg.Server.TrustedPrefixes(), Errors: a.errors,
+		Logger: log, Metrics: a.metrics, TrustedProxies: cfg.Server.TrustedPrefixes(), Errors: a.errors, Tracing: tp != nil,
 	})(a.srv), tp)))
 	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
 	a.admin = admin.New(a.adminOptions(cfg, backends, metrics, purged))
