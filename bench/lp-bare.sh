@@ -5,12 +5,15 @@
 # another environment (ENV_B, default GOGC=off) to price the runtime's
 # memory settings in the same rounds. Each round runs wrk against A
 # (listingproxy, serve's own settings), B (listingproxy under ENV_B) and
-# bare, in that order; the script prints the medians of the per-round
+# bare, round r starting r-1 places later in that order (ORDER=rotate, the
+# default: over 6 rounds each server runs twice in each place; ORDER=fixed
+# keeps A B bare, where the first place costs A a few per cent); the
+# script prints the medians of the per-round
 # ratios of req/s and of CPU per request (user+system time from /proc), and
 # each server's page faults and context switches (every thread's, voluntary
 # or not) per request.
 #
-#   bash bench/lp-bare.sh                                    # the cases below, 7 rounds of 3s
+#   bash bench/lp-bare.sh                                    # the cases below, 6 rounds of 3s
 #   CASES='2KB.cycled:64 45KB.1key:256' ROUNDS=5 bash bench/lp-bare.sh
 #   PRELOAD='2KB.cycled 45KB.cycled' bash bench/lp-bare.sh  # fill every server with those keys first
 #                                                            # (identity and gzip), as bench/nginx.sh's
@@ -28,7 +31,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CASES=${CASES:-2KB.cycled:64 2KB.zipf:64 2KB.1key:256 45KB.1key:256}
-ROUNDS=${ROUNDS:-7}
+ROUNDS=${ROUNDS:-6}
 DURATION=${DURATION:-3s}
 ENV_B=${ENV_B-GOGC=off}
 PRELOAD=${PRELOAD:-}

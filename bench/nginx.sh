@@ -2,7 +2,7 @@
 # listingproxy's cache hits next to nginx proxy_cache and Varnish serving the
 # same bytes, and listingproxy's CPU per cache miss (docs/performance.md).
 #
-#   bash bench/nginx.sh                    # every case, ROUNDS=5 of DURATION=3s (about 25 minutes)
+#   bash bench/nginx.sh                    # every case, ROUNDS=8 of DURATION=3s (about 40 minutes)
 #   CASES='2KB/identity/c64/1key' bash bench/nginx.sh
 #   MODE=miss bash bench/nginx.sh          # CPU per miss by shape (listingproxy only)
 #   LP_STEADY=0 bash bench/nginx.sh        # skip the hits that take listingproxy past its first collection
@@ -29,6 +29,11 @@
 # taskset and 2+ CPUs). Each round measures the four back to back (wrk, a Lua
 # script cycling through the case's paths); the ratios printed are the medians
 # of the per-round ratios, so slow drifts of a shared VM's speed cancel out.
+# Round r starts r-1 places later in the order lp, nginx, Varnish, bare
+# (ORDER=rotate, the default; ORDER=fixed keeps that order), so over 8 rounds
+# each server runs twice in each place: the first place of a round costs a
+# server a few per cent (bench/lp-bare.sh, two identical listingproxy
+# processes: 3-5% apart in a fixed order, bench/NOTES.md).
 # CPU µs per request is the server's user+system time (/proc, every process of
 # the server) divided by the requests wrk completed, median over the rounds.
 #
@@ -45,11 +50,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 DURATION=${DURATION:-3s}
-ROUNDS=${ROUNDS:-5}
+ROUNDS=${ROUNDS:-8}
 KEYS=${KEYS:-10000}
 MODE=${MODE:-hit}
 CASES=${CASES:-}
-ORDER=${ORDER:-fixed}   # fixed: lp, nginx, Varnish, bare in every round; rotate: round r starts r-1 places later
+ORDER=${ORDER:-rotate}  # rotate: round r starts r-1 places later; fixed: lp, nginx, Varnish, bare in every round
 
 need() { command -v "$1" >/dev/null || { echo "installing $2 (apt-get)"; (apt-get update -qq && apt-get install -y -qq "$2") >/dev/null; }; }
 need wrk wrk
@@ -248,8 +253,8 @@ BA=$(free_port)
 pids+=($!); BA_PID=$!
 wait_port "$BA" bare
 
-printf '\n%-28s %9s %9s %9s %9s  %7s %7s %7s %7s  %6s %6s %6s %6s   (median of %s rounds of %s)\n' \
-  case lp-req/s nginx varnish bare lp-µs ng-µs va-µs ba-µs lp/ng lp/va lp/ba ba/ng "$ROUNDS" "$DURATION"
+printf '\n%-28s %9s %9s %9s %9s  %7s %7s %7s %7s  %6s %6s %6s %6s   (median of %s rounds of %s, order %s)\n' \
+  case lp-req/s nginx varnish bare lp-µs ng-µs va-µs ba-µs lp/ng lp/va lp/ba ba/ng "$ROUNDS" "$DURATION" "$ORDER"
 for body in 2KB 45KB; do
   for enc in identity gzip; do
     for conns in 64 256; do
