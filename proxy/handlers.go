@@ -197,8 +197,8 @@ func (s *Server) criteria(r *request, res normalize.Resource, parse func(url.Val
 }
 
 // canonical is criteria without the span; memoised reports a memo hit. The
-// criteria are shared (with the memo) and must not be modified; a hit
-// copies nothing (Criteria is a few hundred bytes).
+// parsed query is the memo's own (shared) and must not be modified; a hit
+// copies nothing (it is a few hundred bytes).
 func (s *Server) canonical(r *request, res normalize.Resource, parse func(url.Values, normalize.Options) (normalize.Criteria, normalize.Errors)) (_ *parsedQuery, unknown []string, memoised bool, _ error) {
 	raw := r.URL.RawQuery
 	norm := s.normFor(r.who.tenant)

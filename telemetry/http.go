@@ -95,8 +95,8 @@ type AccessOptions struct {
 // Authorization header), status, bytes, duration, tenant, user, client
 // address, cache outcome, request id and trace id. It counts the
 // listingproxy_http_* and per-tenant metrics, passes a 5xx's failure to
-// the ErrorDigest, and names the request's server span, if any, after the
-// route pattern that http.ServeMux matched ("GET
+// the ErrorDigest, and (with AccessOptions.Tracing) names the request's
+// server span after the route pattern that http.ServeMux matched ("GET
 // /{country}/properties/{file}"), never the raw path.
 //
 // Place it inside ServerHandler (so the span and trace id exist) and
