@@ -7,7 +7,7 @@
 # (listingproxy, serve's own settings), B (listingproxy under ENV_B) and
 # bare, round r starting r-1 places later in that order (ORDER=rotate, the
 # default: over 6 rounds each server runs twice in each place; ORDER=fixed
-# keeps A B bare, where the first place costs A a few per cent); the
+# keeps A B bare, where the first place cost A 3-5%); the
 # script prints the medians of the per-round
 # ratios of req/s and of CPU per request (user+system time from /proc), and
 # each server's page faults and context switches (every thread's, voluntary

@@ -31,9 +31,9 @@
 # of the per-round ratios, so slow drifts of a shared VM's speed cancel out.
 # Round r starts r-1 places later in the order lp, nginx, Varnish, bare
 # (ORDER=rotate, the default; ORDER=fixed keeps that order), so over 8 rounds
-# each server runs twice in each place: the first place of a round costs a
-# server a few per cent (bench/lp-bare.sh, two identical listingproxy
-# processes: 3-5% apart in a fixed order, bench/NOTES.md).
+# each server runs twice in each place (in a fixed order two identical
+# listingproxy processes came out 3-5% apart in bench/lp-bare.sh, the first
+# one slower; bench/NOTES.md).
 # CPU µs per request is the server's user+system time (/proc, every process of
 # the server) divided by the requests wrk completed, median over the rounds.
 #
