@@ -29,11 +29,19 @@
 # taskset and 2+ CPUs). Each round measures the four back to back (wrk, a Lua
 # script cycling through the case's paths); the ratios printed are the medians
 # of the per-round ratios, so slow drifts of a shared VM's speed cancel out.
-# Round r starts r-1 places later in the order lp, nginx, Varnish, bare
-# (ORDER=rotate, the default; ORDER=fixed keeps that order), so over 8 rounds
-# each server runs twice in each place (in a fixed order two identical
-# listingproxy processes came out 3-5% apart in bench/lp-bare.sh, the first
-# one slower; bench/NOTES.md).
+# The order changes from round to round so that every server runs in every
+# place equally often (in a fixed order two identical listingproxy processes
+# came out 3-5% apart in bench/lp-bare.sh, the first one slower;
+# bench/NOTES.md). ORDER=pairs, the default, runs rounds of lp bare nginx
+# Varnish, bare lp Varnish nginx, nginx Varnish lp bare, Varnish nginx bare
+# lp: each server in each place once in four rounds, and listingproxy and
+# bare always back to back, so that lp/bare, the ratio the hit target is
+# set on, compares two runs a few seconds apart rather than up to three
+# slots apart. ORDER=rotate starts round r r-1 places later in the order lp,
+# nginx, Varnish, bare; ORDER=fixed keeps that order in every round. A
+# median of an even number of rounds is the mean of the middle two; the
+# lp/bare column is followed by the lower and upper quartiles of its
+# per-round ratios (the spread the median was taken from).
 # CPU µs per request is the server's user+system time (/proc, every process of
 # the server) divided by the requests wrk completed, median over the rounds.
 #
@@ -54,7 +62,7 @@ ROUNDS=${ROUNDS:-8}
 KEYS=${KEYS:-10000}
 MODE=${MODE:-hit}
 CASES=${CASES:-}
-ORDER=${ORDER:-rotate}  # rotate: round r starts r-1 places later; fixed: lp, nginx, Varnish, bare in every round
+ORDER=${ORDER:-pairs}  # pairs: lp and bare back to back (see above); rotate: round r starts r-1 places later; fixed: lp, nginx, Varnish, bare
 
 need() { command -v "$1" >/dev/null || { echo "installing $2 (apt-get)"; (apt-get update -qq && apt-get install -y -qq "$2") >/dev/null; }; }
 need wrk wrk
@@ -133,7 +141,12 @@ cpu_ticks() { # sum of utime+stime of the given pids
   for p in "$@"; do [ -r "/proc/$p/stat" ] && t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat"))); done
   echo "$t"
 }
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+quartiles() { # "q1-q3" of the values on stdin (the medians of the lower and upper halves)
+  sort -g | awk '{a[NR]=$1}
+    function med(lo, hi,  n) { n = hi - lo + 1; return (n % 2) ? a[lo + (n-1)/2] : (a[lo + n/2 - 1] + a[lo + n/2]) / 2 }
+    END {h = int(NR/2); if (NR < 2) printf "%.2f-%.2f", a[1], a[1]; else printf "%.2f-%.2f", med(1, h), med(NR - h + 1, NR)}'
+}
 HZ=$(getconf CLK_TCK)
 
 # measure URLBASE PATHSFILE CONNS ENCODING PIDS... -> "req/s cpu_us"
@@ -253,8 +266,8 @@ BA=$(free_port)
 pids+=($!); BA_PID=$!
 wait_port "$BA" bare
 
-printf '\n%-28s %9s %9s %9s %9s  %7s %7s %7s %7s  %6s %6s %6s %6s   (median of %s rounds of %s, order %s)\n' \
-  case lp-req/s nginx varnish bare lp-µs ng-µs va-µs ba-µs lp/ng lp/va lp/ba ba/ng "$ROUNDS" "$DURATION" "$ORDER"
+printf '\n%-28s %9s %9s %9s %9s  %7s %7s %7s %7s  %6s %6s %6s %6s  %-9s   (median of %s rounds of %s, order %s)\n' \
+  case lp-req/s nginx varnish bare lp-µs ng-µs va-µs ba-µs lp/ng lp/va lp/ba ba/ng "lp/ba q1-q3" "$ROUNDS" "$DURATION" "$ORDER"
 for body in 2KB 45KB; do
   for enc in identity gzip; do
     for conns in 64 256; do
@@ -274,7 +287,15 @@ for body in 2KB 45KB; do
         for f in lp ng va ba r_ng r_va r_ba r_bang; do : >"$work/$f.rps"; : >"$work/$f.cpu"; done
         for r in $(seq 1 "$ROUNDS"); do
           seq=(lp ng va ba)
-          if [ "$ORDER" = rotate ]; then k=$(( (r - 1) % 4 )); seq=("${seq[@]:k}" "${seq[@]:0:k}"); fi
+          case $ORDER in
+            pairs)
+              case $(( (r - 1) % 4 )) in
+                0) seq=(lp ba ng va) ;; 1) seq=(ba lp va ng) ;; 2) seq=(ng va lp ba) ;; 3) seq=(va ng ba lp) ;;
+              esac ;;
+            rotate) k=$(( (r - 1) % 4 )); seq=("${seq[@]:k}" "${seq[@]:0:k}") ;;
+            fixed) ;;
+            *) echo "ORDER must be pairs, rotate or fixed, not $ORDER" >&2; exit 2 ;;
+          esac
           for s in "${seq[@]}"; do
             case $s in
               lp) read -r a ac < <(measure "http://127.0.0.1:$LP" "$paths" "$conns" "$enc" "$LP_PID") ;;
@@ -292,10 +313,11 @@ for body in 2KB 45KB; do
           awk -v a="$a" -v d="$d" 'BEGIN {print a/d}' >>"$work/r_ba.rps"
           awk -v d="$d" -v b="$b" 'BEGIN {print d/b}' >>"$work/r_bang.rps"
         done
-        printf '%-28s %9.0f %9.0f %9.0f %9.0f  %7.1f %7.1f %7.1f %7.1f  %6.2f %6.2f %6.2f %6.2f\n' "$name" \
+        printf '%-28s %9.0f %9.0f %9.0f %9.0f  %7.1f %7.1f %7.1f %7.1f  %6.2f %6.2f %6.2f %6.2f  %s\n' "$name" \
           "$(median <"$work/lp.rps")" "$(median <"$work/ng.rps")" "$(median <"$work/va.rps")" "$(median <"$work/ba.rps")" \
           "$(median <"$work/lp.cpu")" "$(median <"$work/ng.cpu")" "$(median <"$work/va.cpu")" "$(median <"$work/ba.cpu")" \
-          "$(median <"$work/r_ng.rps")" "$(median <"$work/r_va.rps")" "$(median <"$work/r_ba.rps")" "$(median <"$work/r_bang.rps")" | tee -a "$work/results"
+          "$(median <"$work/r_ng.rps")" "$(median <"$work/r_va.rps")" "$(median <"$work/r_ba.rps")" "$(median <"$work/r_bang.rps")" \
+          "$(quartiles <"$work/r_ba.rps")" | tee -a "$work/results"
       done
     done
   done
@@ -319,6 +341,9 @@ awk '
       if (one in lpus) ratio(k ": CPU/hit vs 1 key", k, lpus[k] / lpus[one], 1.2, 0)
     }
     ratio("45KB gzip (stored form), 64 connections: lp/varnish", "45KB/gzip/c64/1key", va["45KB/gzip/c64/1key"], 1.0, 1)
+    n = 0; met = 0; low = ""
+    for (k in lpba) { n++; if (lpba[k] >= 0.95) met++; else low = low " " k }
+    if (n) printf "  %-52s %2d/%-2d (target every case; below:%s)\n", "lp/bare >= 0.95", met, n, low == "" ? " none" : low
     print "the net/http ceiling on the cases against nginx (bare/nginx: a handler doing nothing; lp/bare: listingproxy against it):"
     split("45KB/identity/c64/1key 2KB/identity/c256/1key 45KB/identity/c256/1key", cs, " ")
     for (i = 1; i <= 3; i++) if (cs[i] in bang) printf "  %-28s bare/nginx %5.2f   lp/bare %5.2f\n", cs[i], bang[cs[i]], lpba[cs[i]]
