@@ -47,7 +47,11 @@
 // among many hot keys does not read and write ristretto's admission
 // structures (several MiB, at random places) on every request. One lookup in
 // 16, hit or miss, also goes through ristretto's Get, a uniform sample that
-// keeps the admission policy's view of which keys are hot.
+// keeps the admission policy's view of which keys are hot. A caller that
+// asks for the same keys again and again may keep a Hint (FreshHashedHint)
+// and answer from the item without the index (FreshHint): a Hint leads to
+// its item while ristretto holds it and no purge has been published since
+// it was taken, and it holds no body (hint.go).
 //
 // Items are keyed in ristretto by a seeded 64-bit hash of the Key and carry
 // the whole Key, which every lookup compares, so a hash collision costs a

@@ -84,7 +84,9 @@ func (x *index) exit(it *item) bool {
 	if sh.m[it.hash] == it {
 		delete(sh.m, it.hash)
 	}
-	return it.resident.Swap(2) == 1
+	was := it.resident.Swap(2) == 1
+	it.unhint() // after the swap: see Store.hintOf
+	return was
 }
 
 // len counts the indexed items (tests).

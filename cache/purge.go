@@ -65,8 +65,10 @@ type generations struct {
 type tenantResource struct{ tenant, resource string }
 
 // genOf is k's generations: the epochs of the latest purges that cover it.
-func (s *Store) genOf(k Key) epochs {
-	g := s.gens.Load()
+func (s *Store) genOf(k Key) epochs { return s.gens.Load().of(k) }
+
+// of is k's epochs under g (none before the first purge: g nil).
+func (g *generations) of(k Key) epochs {
 	if g == nil {
 		return epochs{}
 	}

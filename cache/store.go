@@ -161,6 +161,9 @@ type item struct {
 	// decided for it (started, or skipped for the budget).
 	hits  atomic.Uint32
 	ahead atomic.Bool
+	// hint is the record Hints of the item point to, once one was asked
+	// for (hintOf); cleared when ristretto lets go of the item (unhint).
+	hint atomic.Pointer[hintRef]
 }
 
 // dueAhead reports whether a fresh hit on it at age under p should start
@@ -375,6 +378,12 @@ func (s *Store) FreshHashed(k Key, vh uint64, p Policy) (_ *Entry, _ Outcome, no
 	if !current {
 		return nil, Miss, now, false
 	}
+	return s.fresh(it, p)
+}
+
+// fresh is FreshHashed for the current item it of the key: its entry
+// when fresh under p (counted), else not ok.
+func (s *Store) fresh(it *item, p Policy) (_ *Entry, _ Outcome, now time.Time, ok bool) {
 	e := it.entry
 	now = s.now()
 	age := now.Sub(e.StoredAt)

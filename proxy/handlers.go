@@ -56,7 +56,7 @@ func listEndpoint[T any](s *Server, res normalize.Resource, name string,
 		if r.warm != nil && r.warm.key(k) {
 			return handled{}, nil
 		}
-		if outcome, ok := s.answerFreshHashed(w, &r, k, pq.vh); ok {
+		if outcome, ok := s.answerFreshHashed(w, &r, k, pq.vh, pq.labels); ok {
 			return handled{cache: outcome, unknown: unknown}, nil
 		}
 		outcome, err := fillList(s, w, r, k, &pq.c, list, appendList, tags)
@@ -417,19 +417,21 @@ func (s *Server) answerFresh(w http.ResponseWriter, r *request, k cache.Key) (ou
 	if s.cache == nil {
 		return "", false
 	}
-	return s.answerFreshHashed(w, r, k, s.cache.VariantHash(k.Variant))
+	return s.answerFreshHashed(w, r, k, s.cache.VariantHash(k.Variant), nil)
 }
 
 // answerFreshHashed is answerFresh with k.Variant's VariantHash given (the
-// criteria memo keeps it).
-func (s *Server) answerFreshHashed(w http.ResponseWriter, r *request, k cache.Key, vh uint64) (outcome string, ok bool) {
+// criteria memo keeps it), and the request's unknown parameters' labels
+// for its front entry (frontMemo), which a fresh hit makes.
+func (s *Server) answerFreshHashed(w http.ResponseWriter, r *request, k cache.Key, vh uint64, labels []string) (outcome string, ok bool) {
 	if s.cache == nil || s.tracer != nil {
 		return "", false
 	}
-	e, o, now, ok := s.cache.FreshHashed(k, vh, r.st.policy(k.Resource))
+	e, o, now, h, ok := s.cache.FreshHashedHint(k, vh, r.st.policy(k.Resource))
 	if !ok {
 		return "", false
 	}
+	s.remember(r, k, h, labels)
 	s.writeEntry(w, r.Request, e, o, now, nil)
 	return o.String(), true
 }

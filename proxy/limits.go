@@ -46,6 +46,7 @@ type clockEntry[K comparable, V any] struct {
 	v    V
 	k    K
 	cost int
+	slot int // its index in ring
 }
 
 // newClockMemo holds up to size entries.
@@ -98,7 +99,13 @@ func (e *clockEntry[K, V]) touch() {
 	}
 }
 
-func (c *clockMemo[K, V]) put(k K, v V) {
+func (c *clockMemo[K, V]) put(k K, v V) { c.store(k, v, false) }
+
+// set is put for a value that replaces k's: the old entry, which readers
+// may still hold, is left as it was and a new one takes its slot.
+func (c *clockMemo[K, V]) set(k K, v V) { c.store(k, v, true) }
+
+func (c *clockMemo[K, V]) store(k K, v V, replace bool) {
 	cost := 1
 	if c.costOf != nil {
 		cost = c.costOf(k, v)
@@ -108,17 +115,22 @@ func (c *clockMemo[K, V]) put(k K, v V) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m[k] != nil {
-		return // an entry is immutable once published (readers hold it unlocked); the old one is as good
+	if old := c.m[k]; old != nil {
+		if !replace {
+			return // an entry is immutable once published (readers hold it unlocked); the old one is as good
+		}
+		c.remove(old)
 	}
 	for c.used+cost > c.budget || (len(c.free) == 0 && len(c.ring) == c.max) {
 		c.evict()
 	}
 	e := &clockEntry[K, V]{k: k, v: v, cost: cost}
 	if n := len(c.free); n > 0 {
-		c.ring[c.free[n-1]] = e
+		e.slot = c.free[n-1]
+		c.ring[e.slot] = e
 		c.free = c.free[:n-1]
 	} else {
+		e.slot = len(c.ring)
 		c.ring = append(c.ring, e)
 	}
 	c.m[k] = e
@@ -140,12 +152,31 @@ func (c *clockMemo[K, V]) evict() {
 			e.used.Store(false)
 			continue
 		}
-		delete(c.m, e.k)
-		c.ring[i] = nil
-		c.free = append(c.free, i)
-		c.used -= e.cost
+		c.drop(i)
 		return
 	}
+}
+
+// remove drops e, which c.m holds. The caller holds the write lock.
+func (c *clockMemo[K, V]) remove(e *clockEntry[K, V]) {
+	c.drop(e.slot)
+}
+
+// drop frees ring slot i and forgets its entry. The caller holds the write lock.
+func (c *clockMemo[K, V]) drop(i int) {
+	e := c.ring[i]
+	delete(c.m, e.k)
+	c.ring[i] = nil
+	c.free = append(c.free, i)
+	c.used -= e.cost
+}
+
+// clear drops every entry.
+func (c *clockMemo[K, V]) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.m)
+	c.ring, c.free, c.hand, c.used = nil, nil, 0, 0
 }
 
 func (c *clockMemo[K, V]) len() int {

@@ -41,6 +41,58 @@ func TestClockMemoBudget(t *testing.T) {
 	}
 }
 
+// TestClockMemoSet: set replaces a key's entry (put keeps the first), the
+// replaced entry stays as a reader got it, the costs and slots stay
+// accounted through replacements and evictions, and clear empties the
+// memo, which then fills again.
+func TestClockMemoSet(t *testing.T) {
+	m := newClockMemoCost(4, 10, func(k string, v int) int { return v })
+	m.put("a", 2)
+	m.put("a", 3)
+	if v, _ := m.get("a"); v != 2 {
+		t.Errorf("put over a: %d, want the first value 2", v)
+	}
+	held := m.ref("a")
+	m.set("a", 3)
+	if v, _ := m.get("a"); v != 3 || *held != 2 {
+		t.Errorf("set over a: %d (held %d), want 3 (held 2)", v, *held)
+	}
+	if m.used != 3 || len(m.m) != 1 {
+		t.Errorf("after set: used %d, %d entries; want 3, 1", m.used, len(m.m))
+	}
+	for i := range 1000 { // churn of sets and puts: budget and slots hold
+		k := fmt.Sprint("k", i%7)
+		if i%2 == 0 {
+			m.set(k, 1+i%4)
+		} else {
+			m.put(k, 1+i%3)
+		}
+		sum := 0
+		for _, e := range m.m {
+			sum += e.cost
+			if m.ring[e.slot] != e {
+				t.Fatalf("after %d stores: %s not in its slot", i, e.k)
+			}
+		}
+		if sum != m.used || m.used > m.budget || len(m.m) > m.max || len(m.ring) > m.max {
+			t.Fatalf("after %d stores: used %d (entries sum %d, budget %d), %d entries, %d slots", i, m.used, sum, m.budget, len(m.m), len(m.ring))
+		}
+	}
+	m.clear()
+	if m.len() != 0 || m.used != 0 {
+		t.Errorf("after clear: %d entries, used %d", m.len(), m.used)
+	}
+	if _, ok := m.get("k1"); ok {
+		t.Error("an entry survived clear")
+	}
+	for i := range 10 {
+		m.put(fmt.Sprint("n", i), 2)
+	}
+	if m.len() != 4 || m.used != 8 {
+		t.Errorf("refilled after clear: %d entries, used %d; want 4, 8", m.len(), m.used)
+	}
+}
+
 // TestCriteriaMemoCost: memoCost does not underestimate what an entry
 // holds on the heap, so memoBytes bounds the memo's share of the memory
 // limit. Heap sizes are read after a collection; nothing here is timed.

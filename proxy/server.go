@@ -195,6 +195,7 @@ type Server struct {
 	lists      map[string]directRoute // GET routes by last segment, for route
 	singles    map[string]directRoute // GET /{country}/{resource}/{file} routes by resource, for route
 	memo       *criteriaMemo
+	front      *frontMemo // nil without a cache
 	scopes     map[scopeKey]string // cache-key scopes, by permissions, country and format
 	tracer     trace.Tracer        // nil: no spans
 	observe    func(http.ResponseWriter, RequestInfo)
@@ -245,6 +246,9 @@ func New(users []User, tenants []Tenant, o Options) (*Server, error) {
 		log:       o.Logger,
 		observe:   o.Observe,
 		memo:      newCriteriaMemo(),
+	}
+	if o.Cache != nil {
+		s.front = newFrontMemo()
 	}
 	if o.Cache != nil && o.Cache.TierName() != "" {
 		s.tiers = newTierStatuses(o.Cache.TierName())
@@ -328,6 +332,9 @@ func (s *Server) Reload(users []User, o ReloadOptions) error {
 		st.policy = old.policy
 	}
 	s.live.Store(st)
+	if s.front != nil {
+		s.front.clear() // its principals are the old authenticator's
+	}
 	return nil
 }
 
@@ -431,6 +438,12 @@ func (s *Server) api(format wire.Format, h apiHandler) http.Handler {
 			err = s.refuse(w, r, deny)
 		case rq.who.tenant.limiter != nil && s.overLimit(w, rq.who.tenant, &deny):
 			err = &Error{Status: http.StatusTooManyRequests, Message: msgTenantLimit}
+		case s.front != nil:
+			var ok bool
+			if rq.cache, unknown, ok = s.answerFront(w, &rq); ok {
+				break
+			}
+			fallthrough
 		default:
 			rq.country = pathValue(r, "country")
 			rq.loc = s.countries[rq.country]

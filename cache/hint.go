@@ -1,0 +1,96 @@
+package cache
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// A Hint finds an entry again without a lookup: FreshHashedHint returns one
+// with a fresh entry, and FreshHint answers from the same item while it is
+// still the key's current item, under the same purges. A caller that keeps
+// hints per request (the proxy's front memo, keyed by caller and request
+// target) then reads, per hit, its own record, the item and the entry,
+// instead of hashing the key and reading the index (bench/NOTES.md,
+// "One lookup per hit").
+//
+// A Hint holds no entry: it points to a small record that the item points
+// to in turn, cleared when ristretto lets go of the item (onExit), so a
+// kept Hint never keeps an evicted body in memory. It is valid only as long
+// as no purge of any scope has been published since it was taken: every
+// purge replaces the Store's generations, and a Hint taken under other
+// generations finds nothing (the caller looks up again and takes a new one).
+// The zero Hint finds nothing.
+type Hint struct {
+	ref  *hintRef
+	gens *generations
+}
+
+// hintRef is an item's target for Hints: it until the item leaves
+// ristretto, then nil.
+type hintRef struct{ it atomic.Pointer[item] }
+
+// FreshHashedHint is FreshHashed, and when it answers from an item that
+// ristretto holds, a Hint for FreshHint (else the zero Hint).
+func (s *Store) FreshHashedHint(k Key, vh uint64, p Policy) (_ *Entry, _ Outcome, now time.Time, h Hint, ok bool) {
+	if p.TTL <= 0 || s.closed.Load() {
+		return nil, Bypass, now, h, false
+	}
+	g := s.gens.Load()
+	it, current := s.lookup(s.hashWith(k, vh), k, g.of(k))
+	if !current {
+		return nil, Miss, now, h, false
+	}
+	e, o, now, ok := s.fresh(it, p)
+	if ok {
+		h = s.hintOf(it, g)
+	}
+	return e, o, now, h, ok
+}
+
+// FreshHint is FreshHashed for the key k of the item h was taken from:
+// its entry when the item is still k's in ristretto, no purge was
+// published since h was taken, and the entry is fresh under p. When it is
+// not ok the caller asks FreshHashedHint (a miss there fills as usual).
+// It counts outcomes as FreshHashed does, only when ok.
+func (s *Store) FreshHint(h Hint, k Key, p Policy) (_ *Entry, _ Outcome, now time.Time, ok bool) {
+	if h.ref == nil || p.TTL <= 0 || s.closed.Load() || s.gens.Load() != h.gens {
+		return nil, Miss, now, false
+	}
+	it := h.ref.it.Load()
+	if it == nil || it.key != k {
+		return nil, Miss, now, false
+	}
+	if sampled() {
+		s.c.Get(it.hash) // the admission policy's sample of accesses (see index)
+	}
+	return s.fresh(it, p)
+}
+
+// hintOf returns a Hint for it under generations g, or the zero Hint when
+// ristretto does not hold it. The record is published before the resident
+// check, and onExit marks the item gone before it clears the record (both
+// sequentially consistent), so either onExit clears a record given out
+// here or no Hint is given.
+func (s *Store) hintOf(it *item, g *generations) Hint {
+	ref := it.hint.Load()
+	if ref == nil {
+		n := &hintRef{}
+		n.it.Store(it)
+		if it.hint.CompareAndSwap(nil, n) {
+			ref = n
+		} else {
+			ref = it.hint.Load()
+		}
+	}
+	if it.resident.Load() != 1 {
+		return Hint{}
+	}
+	return Hint{ref: ref, gens: g}
+}
+
+// unhint clears it's Hint record: it has left ristretto (resident 2).
+func (it *item) unhint() {
+	if ref := it.hint.Load(); ref != nil {
+		ref.it.Store(nil)
+	}
+}

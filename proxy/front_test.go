@@ -1,0 +1,180 @@
+package proxy_test
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"listingproxy/cache"
+	"listingproxy/proxy"
+)
+
+// TestFrontNeverSharesAcrossCallers repeats one request target as every
+// user, concurrently, so that most answers come from the front memo
+// (counted): each tenant and permission level gets its own body, as
+// without a cache, including users whose tenant and permissions are the
+// same (their entries lead to one cached item), and the front answers
+// the method, encodings and conditionals of each request, not of the one
+// that made the entry.
+func TestFrontNeverSharesAcrossCallers(t *testing.T) {
+	fronts := proxy.CountFrontHits(t)
+	s := newServer(t, newFake(), proxy.Options{Cache: newCache(t)})
+	targets := []string{"/au/properties.xml?detail=full", "/au/properties.json?detail=full&order=price", "/au/properties/1.xml"}
+	users := []string{"harbour", "harbour-2", "harbour-noprice", "summit"}
+	want := map[string]string{}
+	for _, u := range users {
+		uncached := newServer(t, newFake(), proxy.Options{})
+		for _, target := range targets {
+			want[u+" "+target] = get(uncached, "GET", u, target).Body.String()
+		}
+	}
+	if want["harbour "+targets[0]] == want["harbour-noprice "+targets[0]] || want["harbour "+targets[0]] == want["summit "+targets[0]] {
+		t.Fatal("fixture bodies must differ between tenants and permission levels")
+	}
+	var wg sync.WaitGroup
+	for range 10 {
+		for _, u := range users {
+			for _, target := range targets {
+				wg.Go(func() {
+					if got := get(s, "GET", u, target).Body.String(); got != want[u+" "+target] {
+						t.Errorf("user %s, %s: got another body:\n%s", u, target, got)
+					}
+				})
+			}
+		}
+	}
+	wg.Wait()
+	if fronts.Load() == 0 {
+		t.Fatal("no answer came from the front memo: the test does not test it")
+	}
+
+	// The same target as HEAD, with gzip, and conditionally, after GETs
+	// made its entry.
+	const target = "/au/properties.xml?detail=full"
+	before := fronts.Load()
+	full := get(s, "GET", "harbour", target)
+	head := get(s, "HEAD", "harbour", target)
+	if head.Code != http.StatusOK || head.Body.Len() != 0 || head.Header().Get("Content-Length") != full.Header().Get("Content-Length") {
+		t.Errorf("HEAD from the front: %d, %d body bytes, Content-Length %q; want 200, none, %q",
+			head.Code, head.Body.Len(), head.Header().Get("Content-Length"), full.Header().Get("Content-Length"))
+	}
+	if gz := get(s, "GET", "harbour", target, "Accept-Encoding", "gzip"); gz.Header().Get("Content-Encoding") != "gzip" {
+		t.Errorf("gzip from the front: Content-Encoding %q", gz.Header().Get("Content-Encoding"))
+	}
+	if nm := get(s, "GET", "harbour", target, "If-None-Match", full.Header().Get("ETag")); nm.Code != http.StatusNotModified {
+		t.Errorf("If-None-Match from the front: %d, want 304", nm.Code)
+	}
+	if got := fronts.Load() - before; got != 4 {
+		t.Errorf("front answers = %d of 4 repeated requests", got)
+	}
+}
+
+// TestFrontRefusalsTakeTheFullPath: a request the full path refuses is
+// refused every time, with its own error, however often it repeats
+// (nothing refused makes a front entry), and a caller without a
+// permission never gets the answer another caller's entry holds for the
+// same target.
+func TestFrontRefusalsTakeTheFullPath(t *testing.T) {
+	fronts := proxy.CountFrontHits(t)
+	s := newServer(t, newFake(), proxy.Options{Cache: newCache(t)})
+	for range 3 {
+		if w := get(s, "GET", "harbour", "/au/properties.xml?detail=full"); w.Code != http.StatusOK {
+			t.Fatalf("harbour: %d", w.Code)
+		}
+	}
+	uncached := newServer(t, newFake(), proxy.Options{})
+	for i := range 3 {
+		for _, c := range []struct{ user, target, says string }{
+			{"harbour-short", "/au/properties.xml?detail=full", `field="detail"`},
+			{"harbour", "/xx/properties.xml?detail=full", "Unknown country"},
+			{"harbour", "/au/properties.xml?limit=nope", `field="limit"`},
+			{"", "/au/properties.xml?detail=full", ""},
+		} {
+			want := get(uncached, "GET", c.user, c.target)
+			w := get(s, "GET", c.user, c.target)
+			if w.Code != want.Code || w.Body.String() != want.Body.String() || !strings.Contains(w.Body.String(), c.says) {
+				t.Errorf("round %d: %q %s = %d:\n%s\nwant %d (saying %s):\n%s", i, c.user, c.target, w.Code, w.Body.String(), want.Code, c.says, want.Body.String())
+			}
+		}
+	}
+	if fronts.Load() == 0 {
+		t.Error("harbour's repeats were not answered from the front memo")
+	}
+}
+
+// TestFrontAfterPurgeExpiryAndReload: after a purge (of any scope), past
+// the entry's TTL, and after a reload that takes a user's permission away,
+// the front memo's entry is not used: the answer is the full path's.
+func TestFrontAfterPurgeExpiryAndReload(t *testing.T) {
+	fronts := proxy.CountFrontHits(t)
+	clk := fixedNow
+	now := func() time.Time { return clk }
+	c, err := cache.New(cache.Options{MaxBytes: 64 << 20, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	fb := newFake()
+	s := newServer(t, fb, proxy.Options{Cache: c, Now: now})
+	const target = "/au/properties.xml?detail=full"
+	warm := func(what string) string {
+		t.Helper()
+		var body string
+		for range 3 {
+			body = get(s, "GET", "harbour", target).Body.String()
+		}
+		if n := fronts.Swap(0); n == 0 {
+			t.Fatalf("%s: repeats not answered from the front memo", what)
+		}
+		return body
+	}
+	rename := func(street string) {
+		props := fb.Properties["harbour/au"]
+		props[0].StreetName = street
+	}
+
+	old := warm("before the purge")
+	rename("Renamed Street")
+	c.Purge("harbour", "", cache.Hard)
+	if got := get(s, "GET", "harbour", target).Body.String(); got == old || !strings.Contains(got, "Renamed Street") {
+		t.Errorf("after a hard purge: the old body, or not the new one:\n%s", got)
+	}
+	old = warm("before the soft purge")
+	rename("Soft Street")
+	c.PurgeTags("harbour", []cache.Tag{proxy.PropertyTag(1)}, cache.Soft)
+	if got := get(s, "GET", "harbour", target).Body.String(); !strings.Contains(got, "Soft Street") {
+		t.Errorf("after a purge by tags: not the new body:\n%s", got)
+	}
+
+	warm("before the expiry")
+	rename("Later Street")
+	clk = clk.Add(proxy.DefaultPolicy.TTL + proxy.DefaultPolicy.StaleWhileRevalidate + proxy.DefaultPolicy.StaleIfError + time.Minute)
+	if got := get(s, "GET", "harbour", target); got.Header().Get("Cache-Status") == "listingproxy; hit" || !strings.Contains(got.Body.String(), "Later Street") {
+		t.Errorf("past the entry's life: %q, body:\n%s", got.Header().Get("Cache-Status"), got.Body.String())
+	}
+
+	warm("before the reload")
+	users := testUsers()
+	for i := range users {
+		if users[i].Username == "harbour" {
+			users[i].Permissions = 0
+		}
+	}
+	if proxy.FrontLen(s) == 0 {
+		t.Fatal("no front entries before the reload")
+	}
+	if err := s.Reload(users, proxy.ReloadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := proxy.FrontLen(s); n != 0 {
+		t.Errorf("front memo holds %d entries after the reload, want none (their principals are gone)", n)
+	}
+	if w := get(s, "GET", "harbour", target); !strings.Contains(w.Body.String(), `<error field="detail">`) {
+		t.Errorf("after the reload took detail=full away: %d, want the detail error:\n%s", w.Code, w.Body.String())
+	}
+	if n := fronts.Load(); n != 0 {
+		t.Errorf("%d answers from the front memo after the reload, want none", n)
+	}
+}
