@@ -195,7 +195,7 @@ type Server struct {
 	lists      map[string]directRoute // GET routes by last segment, for route
 	singles    map[string]directRoute // GET /{country}/{resource}/{file} routes by resource, for route
 	memo       *criteriaMemo
-	front      *frontMemo // nil without a cache
+	front      *frontMemo          // nil without a cache
 	scopes     map[scopeKey]string // cache-key scopes, by permissions, country and format
 	tracer     trace.Tracer        // nil: no spans
 	observe    func(http.ResponseWriter, RequestInfo)
