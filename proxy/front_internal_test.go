@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -35,30 +34,15 @@ func TestFrontMemoCost(t *testing.T) {
 	}
 	c.Wait()
 	who, st := &principal{}, &settings{}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	m := newFrontMemo()
-	cost := 0
-	for i, k := range keys {
+	checkHeldCost(t, n, newFrontMemo, func(m *frontMemo, i int) int {
+		k := keys[i]
 		_, _, _, h, ok := c.FreshHashedHint(k, c.VariantHash(k.Variant), p)
 		if !ok || h == (cache.Hint{}) {
 			t.Fatalf("%v: no fresh entry with a Hint", k)
 		}
 		fk := frontKey{who, strings.Clone(fmt.Sprintf("/au/properties.xml?limit=1&offset=%d", i))}
 		fh := frontHit{st: st, hint: h, key: k}
-		cost += frontCost(fk, fh)
 		m.set(fk, fh)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	t.Logf("%d entries hold %d B (%d B each), estimated %d B (%d B each)", m.len(), held, held/n, cost, cost/n)
-	if m.len() != n {
-		t.Fatalf("front memo holds %d, want %d", m.len(), n)
-	}
-	if held > int64(cost) {
-		t.Errorf("%d entries hold %d B, more than the %d B frontCost estimates", n, held, cost)
-	}
-	runtime.KeepAlive(m)
+		return frontCost(fk, fh)
+	})
 }

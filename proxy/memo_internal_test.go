@@ -104,12 +104,7 @@ func TestCriteriaMemoCost(t *testing.T) {
 		{"ids", "ids=%d,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			m := newCriteriaMemo()
-			cost := 0
-			for i := range n {
+			checkHeldCost(t, n, newCriteriaMemo, func(m *criteriaMemo, i int) int {
 				raw := fmt.Sprintf(tc.query, i)
 				q, err := url.ParseQuery(raw)
 				if err != nil {
@@ -121,20 +116,36 @@ func TestCriteriaMemoCost(t *testing.T) {
 				}
 				k := memoKey{normalize.Properties, 1000, 0, raw}
 				v := newParsedQuery(c, normalize.Unknown(normalize.Properties, q))
-				cost += memoCost(k, v)
 				m.put(k, v)
-			}
-			runtime.GC()
-			runtime.ReadMemStats(&after)
-			held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-			t.Logf("%d entries hold %d B (%d B each), estimated %d B (%d B each)", m.len(), held, held/n, cost, cost/n)
-			if m.len() != n {
-				t.Fatalf("memo holds %d, want %d", m.len(), n)
-			}
-			if held > int64(cost) {
-				t.Errorf("%d entries hold %d B, more than the %d B memoCost estimates", n, held, cost)
-			}
-			runtime.KeepAlive(m)
+				return memoCost(k, v)
+			})
 		})
 	}
+}
+
+// checkHeldCost makes a memo with newMemo and adds n entries with add
+// (which returns each entry's estimated cost) between two collections: the
+// memo must hold them all, and no more heap than their estimated costs add
+// up to, so the memo's byte budget bounds its share of the memory limit.
+func checkHeldCost[K comparable, V any](t *testing.T, n int, newMemo func() *clockMemo[K, V], add func(m *clockMemo[K, V], i int) int) {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	m := newMemo()
+	cost := 0
+	for i := range n {
+		cost += add(m, i)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d entries hold %d B (%d B each), estimated %d B (%d B each)", m.len(), held, held/int64(n), cost, cost/n)
+	if m.len() != n {
+		t.Fatalf("memo holds %d, want %d", m.len(), n)
+	}
+	if held > int64(cost) {
+		t.Errorf("%d entries hold %d B, more than the %d B estimated", n, held, cost)
+	}
+	runtime.KeepAlive(m)
 }
