@@ -32,19 +32,7 @@ type hintRef struct{ it atomic.Pointer[item] }
 // FreshHashedHint is FreshHashed, and when it answers from an item that
 // ristretto holds, a Hint for FreshHint (else the zero Hint).
 func (s *Store) FreshHashedHint(k Key, vh uint64, p Policy) (_ *Entry, _ Outcome, now time.Time, h Hint, ok bool) {
-	if p.TTL <= 0 || s.closed.Load() {
-		return nil, Bypass, now, h, false
-	}
-	g := s.gens.Load()
-	it, current := s.lookup(s.hashWith(k, vh), k, g.of(k))
-	if !current {
-		return nil, Miss, now, h, false
-	}
-	e, o, now, ok := s.fresh(it, p)
-	if ok {
-		h = s.hintOf(it, g)
-	}
-	return e, o, now, h, ok
+	return s.freshHashed(k, vh, p, true)
 }
 
 // FreshHint is FreshHashed for the key k of the item h was taken from:

@@ -371,14 +371,25 @@ func (s *Store) VariantHash(variant string) uint64 { return maphash.String(s.see
 // VariantHash. A wrong vh finds nothing (a miss, never another key's
 // entry: a lookup compares the whole Key).
 func (s *Store) FreshHashed(k Key, vh uint64, p Policy) (_ *Entry, _ Outcome, now time.Time, ok bool) {
+	e, o, now, _, ok := s.freshHashed(k, vh, p, false)
+	return e, o, now, ok
+}
+
+// freshHashed is FreshHashed, and with hint FreshHashedHint.
+func (s *Store) freshHashed(k Key, vh uint64, p Policy, hint bool) (_ *Entry, _ Outcome, now time.Time, h Hint, ok bool) {
 	if p.TTL <= 0 || s.closed.Load() {
-		return nil, Bypass, now, false
+		return nil, Bypass, now, h, false
 	}
-	it, current := s.lookup(s.hashWith(k, vh), k, s.genOf(k))
+	g := s.gens.Load()
+	it, current := s.lookup(s.hashWith(k, vh), k, g.of(k))
 	if !current {
-		return nil, Miss, now, false
+		return nil, Miss, now, h, false
 	}
-	return s.fresh(it, p)
+	e, o, now, ok := s.fresh(it, p)
+	if ok && hint {
+		h = s.hintOf(it, g)
+	}
+	return e, o, now, h, ok
 }
 
 // fresh is FreshHashed for the current item it of the key: its entry
