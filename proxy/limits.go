@@ -119,7 +119,7 @@ func (c *clockMemo[K, V]) store(k K, v V, replace bool) {
 		if !replace {
 			return // an entry is immutable once published (readers hold it unlocked); the old one is as good
 		}
-		c.remove(old)
+		c.drop(old.slot)
 	}
 	for c.used+cost > c.budget || (len(c.free) == 0 && len(c.ring) == c.max) {
 		c.evict()
@@ -155,11 +155,6 @@ func (c *clockMemo[K, V]) evict() {
 		c.drop(i)
 		return
 	}
-}
-
-// remove drops e, which c.m holds. The caller holds the write lock.
-func (c *clockMemo[K, V]) remove(e *clockEntry[K, V]) {
-	c.drop(e.slot)
 }
 
 // drop frees ring slot i and forgets its entry. The caller holds the write lock.
