@@ -35,17 +35,23 @@ func (s *Store) FreshHashedHint(k Key, vh uint64, p Policy) (_ *Entry, _ Outcome
 	return s.freshHashed(k, vh, p, true)
 }
 
-// FreshHint is FreshHashed for the key k of the item h was taken from:
-// its entry when the item is still k's in ristretto, no purge was
-// published since h was taken, and the entry is fresh under p. When it is
-// not ok the caller asks FreshHashedHint (a miss there fills as usual).
-// It counts outcomes as FreshHashed does, only when ok.
-func (s *Store) FreshHint(h Hint, k Key, p Policy) (_ *Entry, _ Outcome, now time.Time, ok bool) {
+// FreshHint is FreshHashed for the key of the item h was taken from, p
+// being that key's Policy: the item's entry when ristretto still holds the
+// item, no purge was published since h was taken, and the entry is fresh
+// under p. When it is not ok the caller asks FreshHashedHint (a miss there
+// fills as usual). It counts outcomes as FreshHashed does, only when ok.
+//
+// It takes no key: a Hint's record points to one item or to nothing, an
+// item's key never changes, and an item replaced in ristretto for its key
+// leaves it (onExit clears the record), so the key is known. Comparing it
+// again would read the key's four strings twice per hit, one cache line
+// each among many hot keys.
+func (s *Store) FreshHint(h Hint, p Policy) (_ *Entry, _ Outcome, now time.Time, ok bool) {
 	if h.ref == nil || p.TTL <= 0 || s.closed.Load() || s.gens.Load() != h.gens {
 		return nil, Miss, now, false
 	}
 	it := h.ref.it.Load()
-	if it == nil || it.key != k {
+	if it == nil {
 		return nil, Miss, now, false
 	}
 	if sampled() {

@@ -42,8 +42,8 @@ type frontKey struct {
 type frontHit struct {
 	st     *settings
 	hint   cache.Hint
-	key    cache.Key
-	labels []string // handled.unknown of the request (shared with the criteria memo)
+	policy cache.Policy // st's policy for the item's key (fixed with st)
+	labels []string     // handled.unknown of the request (shared with the criteria memo)
 }
 
 const (
@@ -80,7 +80,7 @@ func (s *Server) answerFront(w http.ResponseWriter, r *request) (outcome string,
 	if fh == nil || fh.st != r.st {
 		return "", nil, false
 	}
-	e, o, now, ok := s.cache.FreshHint(fh.hint, fh.key, r.st.policy(fh.key.Resource))
+	e, o, now, ok := s.cache.FreshHint(fh.hint, fh.policy)
 	if !ok {
 		return "", nil, false
 	}
@@ -91,11 +91,12 @@ func (s *Server) answerFront(w http.ResponseWriter, r *request) (outcome string,
 	return o.String(), fh.labels, true
 }
 
-// remember keeps h, taken by r's fresh hit of k, as r's front entry.
-func (s *Server) remember(r *request, k cache.Key, h cache.Hint, labels []string) {
+// remember keeps h, taken by r's fresh hit under policy p, as r's front
+// entry.
+func (s *Server) remember(r *request, h cache.Hint, p cache.Policy, labels []string) {
 	if s.front == nil || h == (cache.Hint{}) || r.warm != nil {
 		return
 	}
 	// A copy of the target: RequestURI shares the request line's bytes.
-	s.front.set(frontKey{r.who, strings.Clone(r.RequestURI)}, frontHit{st: r.st, hint: h, key: k, labels: labels})
+	s.front.set(frontKey{r.who, strings.Clone(r.RequestURI)}, frontHit{st: r.st, hint: h, policy: p, labels: labels})
 }

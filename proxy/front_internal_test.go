@@ -41,7 +41,7 @@ func TestFrontMemoCost(t *testing.T) {
 			t.Fatalf("%v: no fresh entry with a Hint", k)
 		}
 		fk := frontKey{who, strings.Clone(fmt.Sprintf("/au/properties.xml?limit=1&offset=%d", i))}
-		fh := frontHit{st: st, hint: h, key: k}
+		fh := frontHit{st: st, hint: h, policy: p}
 		m.set(fk, fh)
 		return frontCost(fk, fh)
 	})

@@ -427,11 +427,12 @@ func (s *Server) answerFreshHashed(w http.ResponseWriter, r *request, k cache.Ke
 	if s.cache == nil || s.tracer != nil {
 		return "", false
 	}
-	e, o, now, h, ok := s.cache.FreshHashedHint(k, vh, r.st.policy(k.Resource))
+	p := r.st.policy(k.Resource)
+	e, o, now, h, ok := s.cache.FreshHashedHint(k, vh, p)
 	if !ok {
 		return "", false
 	}
-	s.remember(r, k, h, labels)
+	s.remember(r, h, p, labels)
 	s.writeEntry(w, r.Request, e, o, now, nil)
 	return o.String(), true
 }
