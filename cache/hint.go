@@ -43,9 +43,8 @@ func (s *Store) FreshHashedHint(k Key, vh uint64, p Policy) (_ *Entry, _ Outcome
 //
 // It takes no key: a Hint's record points to one item or to nothing, an
 // item's key never changes, and an item replaced in ristretto for its key
-// leaves it (onExit clears the record), so the key is known. Comparing it
-// again would read the key's four strings twice per hit, one cache line
-// each among many hot keys.
+// leaves it (onExit clears the record), so the key is known: comparing it
+// again per hit could never fail.
 func (s *Store) FreshHint(h Hint, p Policy) (_ *Entry, _ Outcome, now time.Time, ok bool) {
 	if h.ref == nil || p.TTL <= 0 || s.closed.Load() || s.gens.Load() != h.gens {
 		return nil, Miss, now, false
