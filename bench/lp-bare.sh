@@ -21,6 +21,11 @@
 #   ENV_B='GOGC=400' bash bench/lp-bare.sh
 #   BIN_B=/tmp/lp-other ENV_B= bash bench/lp-bare.sh         # B is another build of listingproxy (a PGO build,
 #                                                            # another revision) under ENV_B
+#   PROCS=4 ROUNDS=16 bash bench/lp-bare.sh                  # 4 processes of each server, round r measuring
+#                                                            # the ((r-1) mod 4)-th: two processes of one binary
+#                                                            # differ by ~3.5% however many rounds they run
+#                                                            # (bench/NOTES.md), so a ratio within a few per
+#                                                            # cent needs several
 #
 # A case is BODY.KEYS:CONNECTIONS, with BODY 2KB or 45KB and KEYS 1key,
 # cycled or zipf, drawn as in bench/nginx.sh (10,000 keys). Servers pinned
@@ -38,6 +43,8 @@ PRELOAD=${PRELOAD:-}
 BIN_B=${BIN_B:-}
 ORDER=${ORDER:-rotate} # rotate: round r starts r-1 places later (A B bare, B bare A, bare A B, ...); fixed: A B bare
 STEADY=${STEADY:-25}
+PROCS=${PROCS:-1}
+[[ $PROCS =~ ^[1-9][0-9]*$ ]] || { echo "PROCS must be a positive whole number, not '$PROCS'" >&2; exit 2; }
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-1800}
 for t in wrk python3 curl; do command -v $t >/dev/null || { echo "needs $t" >&2; exit 2; }; done
 . bench/lib.sh
@@ -81,17 +88,24 @@ start_lp() { # name env binary: starts listingproxy on the demo with bench/nginx
   PID=$! PORT=$port; pids+=("$PID")
   wait_port "$port"
 }
-start_lp a "" "$work/listingproxy"; A_PORT=$PORT A_PID=$PID
-start_lp b "$ENV_B" "$work/listingproxy-b"; B_PORT=$PORT B_PID=$PID
-X_PORT=$(free_port)
-"${SERVER_CPU[@]}" "$work/bareproxy" -listen "127.0.0.1:$X_PORT" -origin "http://127.0.0.1:$A_PORT" -auth "${AUTH#Authorization: }" >"$work/bare.log" 2>&1 &
-X_PID=$!; pids+=("$X_PID")
-wait_port "$X_PORT"
-for p in "$A_PORT" "$B_PORT"; do
+# PROCS processes of each server (A, B, bare), all started now; round r
+# measures the ((r-1) mod PROCS)-th of each. Each bare fills from the A
+# beside it.
+A_PORTS=() A_PIDS=() B_PORTS=() B_PIDS=() X_PORTS=() X_PIDS=()
+for n in $(seq 1 "$PROCS"); do
+  start_lp "a$n" "" "$work/listingproxy"; A_PORTS+=("$PORT") A_PIDS+=("$PID")
+  start_lp "b$n" "$ENV_B" "$work/listingproxy-b"; B_PORTS+=("$PORT") B_PIDS+=("$PID")
+  port=$(free_port)
+  "${SERVER_CPU[@]}" "$work/bareproxy" -listen "127.0.0.1:$port" -origin "http://127.0.0.1:${A_PORTS[-1]}" -auth "${AUTH#Authorization: }" >"$work/bare$n.log" 2>&1 &
+  X_PIDS+=("$!") X_PORTS+=("$port"); pids+=("$!")
+  wait_port "$port"
+done
+for p in "${A_PORTS[@]}" "${B_PORTS[@]}"; do
   "${WRK_CPU[@]}" wrk -t1 -c64 -d"${STEADY}s" -H "$AUTH" -s bench/paths.lua "http://127.0.0.1:$p" -- "$work/2KB.1key" >/dev/null
 done
+ALL_PORTS=("${A_PORTS[@]}" "${B_PORTS[@]}" "${X_PORTS[@]}")
 for f in $PRELOAD; do
-  for p in "$A_PORT" "$B_PORT" "$X_PORT"; do
+  for p in "${ALL_PORTS[@]}"; do
     "$work/warm" -base "http://127.0.0.1:$p" -paths <(sort -u "$work/$f") -H "$AUTH" >/dev/null
     "$work/warm" -base "http://127.0.0.1:$p" -paths <(sort -u "$work/$f") -H "$AUTH" -H "Accept-Encoding: gzip" >/dev/null
   done
@@ -101,17 +115,18 @@ stat_field() { awk -v f="$2" '{print $f}' "/proc/$1/stat"; }
 cpu() { echo $(( $(stat_field "$1" 14) + $(stat_field "$1" 15) )); }
 switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/_ctxt_switches/ {n += $2} END {print n}'; } # voluntary + not, every thread
 HZ=$(getconf CLK_TCK)
-printf '%-16s %8s %8s %8s   %7s %7s   %8s %8s %8s   %7s %7s %7s   (medians of %s rounds of %s; B: %s)\n' \
-  case A/bare B/bare B/A cpuA/x cpuB/x faultsA faultsB faultsX cswA cswB cswX "$ROUNDS" "$DURATION" "$ENV_B"
+printf '%-16s %8s %8s %8s   %7s %7s   %8s %8s %8s   %7s %7s %7s   (medians of %s rounds of %s over %s processes each; B: %s)\n' \
+  case A/bare B/bare B/A cpuA/x cpuB/x faultsA faultsB faultsX cswA cswB cswX "$ROUNDS" "$DURATION" "$PROCS" "$ENV_B"
 for cs in $CASES; do
   f=${cs%%:*} conns=${cs#*:}
   [ -e "$work/$f" ] || { echo "unknown case $cs (BODY.KEYS:CONNECTIONS, e.g. 2KB.cycled:64)" >&2; exit 2; }
-  for p in "$A_PORT" "$B_PORT" "$X_PORT"; do
+  for p in "${ALL_PORTS[@]}"; do
     "$work/warm" -base "http://127.0.0.1:$p" -paths <(sort -u "$work/$f") -H "$AUTH" >/dev/null
   done
   : >"$work/rounds"
   for r in $(seq 1 "$ROUNDS"); do
-    servers=("$A_PORT $A_PID" "$B_PORT $B_PID" "$X_PORT $X_PID") got=()
+    n=$(( (r - 1) % PROCS ))
+    servers=("${A_PORTS[n]} ${A_PIDS[n]}" "${B_PORTS[n]} ${B_PIDS[n]}" "${X_PORTS[n]} ${X_PIDS[n]}") got=()
     seq=(0 1 2)
     if [ "$ORDER" = rotate ]; then k=$(( (r - 1) % 3 )); seq=("${seq[@]:k}" "${seq[@]:0:k}"); fi
     for i in "${seq[@]}"; do

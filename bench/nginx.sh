@@ -6,6 +6,7 @@
 #   CASES='2KB/identity/c64/1key' bash bench/nginx.sh
 #   MODE=miss bash bench/nginx.sh          # CPU per miss by shape (listingproxy only)
 #   LP_STEADY=0 bash bench/nginx.sh        # skip the hits that take listingproxy past its first collection
+#   PROCS=1 bash bench/nginx.sh            # one listingproxy and one bareproxy process instead of four
 #
 # Setup. listingproxy runs on the demo (SQLite) with authentication on and the
 # access log off. nginx (proxy_cache) and Varnish run in front of it as their
@@ -42,6 +43,13 @@
 # median of an even number of rounds is the mean of the middle two; the
 # lp/bare column is followed by the lower and upper quartiles of its
 # per-round ratios (the spread the median was taken from).
+# listingproxy and bareproxy run as PROCS processes each (default 4), and
+# round r measures the ((r-1) mod PROCS)-th of each (nginx and Varnish fill
+# from the first listingproxy): two processes of one binary differ by ~3.5%
+# in req/s however many rounds they run (where their heaps and stacks land),
+# so with one process each a case's lp/bare carried that term whole; over
+# four it averages (a control, the same binary as both servers in
+# bench/lp-bare.sh, came out within 1.5% of 1.00; bench/NOTES.md).
 # CPU µs per request is the server's user+system time (/proc, every process of
 # the server) divided by the requests wrk completed, median over the rounds.
 #
@@ -62,6 +70,8 @@ ROUNDS=${ROUNDS:-8}
 KEYS=${KEYS:-10000}
 MODE=${MODE:-hit}
 CASES=${CASES:-}
+PROCS=${PROCS:-4}
+[[ $PROCS =~ ^[1-9][0-9]*$ ]] || { echo "PROCS must be a positive whole number, not '$PROCS'" >&2; exit 2; }
 ORDER=${ORDER:-pairs}  # pairs: lp and bare back to back (see above); rotate: round r starts r-1 places later; fixed: lp, nginx, Varnish, bare
 
 need() { command -v "$1" >/dev/null || { echo "installing $2 (apt-get)"; (apt-get update -qq && apt-get install -y -qq "$2") >/dev/null; }; }
@@ -189,19 +199,33 @@ fi
 # most LP_STEADY seconds (0: skip). nginx and Varnish reuse their memory from the start.
 LP_STEADY=${LP_STEADY:-180}
 faults() { awk '{print $10}' "/proc/$1/stat"; }
-if [ "$LP_STEADY" != 0 ]; then
-  "$work/warm" -base "http://127.0.0.1:$LP" -paths "$work/2KB.1key" -H "$AUTH"
-  start=$SECONDS rate=unknown
-  while [ $((SECONDS - start)) -lt "$LP_STEADY" ]; do
-    f0=$(faults "$LP_PID")
-    out=$("${WRK_CPU[@]}" wrk -t"$THREADS" -c64 -d2s -H "$AUTH" -s bench/paths.lua "http://127.0.0.1:$LP" -- "$work/2KB.1key" 2>&1)
-    f1=$(faults "$LP_PID")
-    n=$(awk '/requests in/ {print $1}' <<<"$out")
-    [ -n "$n" ] || { echo "wrk failed against listingproxy:" >&2; echo "$out" >&2; exit 1; }
-    rate=$(awk -v f="$((f1 - f0))" -v n="$n" 'BEGIN {printf "%.3f", f / n}')
-    if awk -v r="$rate" 'BEGIN {exit !(r < 0.01)}'; then break; fi
+# In hit mode the other PROCS-1 listingproxy processes start here, each with
+# a database of its own (see Measurement at the top).
+LPS=("$LP") LP_PIDS=("$LP_PID")
+if [ "$MODE" = hit ]; then
+  for n in $(seq 2 "$PROCS"); do
+    port=$(free_port)
+    sed -e "s|file:$work/demo.db|file:$work/demo$n.db|" "$work/config.yaml" >"$work/config$n.yaml"
+    "${SERVER_CPU[@]}" "$work/listingproxy" -config "$work/config$n.yaml" -listen "127.0.0.1:$port" -admin-listen off >"$work/lp$n.log" 2>&1 &
+    pids+=($!); LPS+=("$port") LP_PIDS+=("$!")
+    wait_port "$port" "lp$n"
   done
-  echo "listingproxy: $rate page faults per hit after $((SECONDS - start))s of one-key hits (steady below 0.01; LP_STEADY=$LP_STEADY)"
+fi
+if [ "$LP_STEADY" != 0 ]; then
+  for i in "${!LPS[@]}"; do
+    "$work/warm" -base "http://127.0.0.1:${LPS[i]}" -paths "$work/2KB.1key" -H "$AUTH"
+    start=$SECONDS rate=unknown
+    while [ $((SECONDS - start)) -lt "$LP_STEADY" ]; do
+      f0=$(faults "${LP_PIDS[i]}")
+      out=$("${WRK_CPU[@]}" wrk -t"$THREADS" -c64 -d2s -H "$AUTH" -s bench/paths.lua "http://127.0.0.1:${LPS[i]}" -- "$work/2KB.1key" 2>&1)
+      f1=$(faults "${LP_PIDS[i]}")
+      n=$(awk '/requests in/ {print $1}' <<<"$out")
+      [ -n "$n" ] || { echo "wrk failed against listingproxy:" >&2; echo "$out" >&2; exit 1; }
+      rate=$(awk -v f="$((f1 - f0))" -v n="$n" 'BEGIN {printf "%.3f", f / n}')
+      if awk -v r="$rate" 'BEGIN {exit !(r < 0.01)}'; then break; fi
+    done
+    echo "listingproxy $((i + 1)): $rate page faults per hit after $((SECONDS - start))s of one-key hits (steady below 0.01; LP_STEADY=$LP_STEADY)"
+  done
 fi
 
 # nginx: proxy_cache in front of listingproxy, one worker, auth by exact header.
@@ -261,13 +285,16 @@ wait_port "$VA" varnish
 va_pids() { echo "$VA_MASTER" $(pgrep -P "$VA_MASTER" || true); }
 
 # The net/http ceiling (see the top of this file).
-BA=$(free_port)
-"${SERVER_CPU[@]}" "$work/bareproxy" -listen "127.0.0.1:$BA" -origin "http://127.0.0.1:$LP" -auth "Basic $CRED" >"$work/bare.log" 2>&1 &
-pids+=($!); BA_PID=$!
-wait_port "$BA" bare
+BAS=() BA_PIDS=()
+for n in $(seq 1 "$PROCS"); do
+  port=$(free_port)
+  "${SERVER_CPU[@]}" "$work/bareproxy" -listen "127.0.0.1:$port" -origin "http://127.0.0.1:$LP" -auth "Basic $CRED" >"$work/bare$n.log" 2>&1 &
+  pids+=($!); BAS+=("$port") BA_PIDS+=("$!")
+  wait_port "$port" "bare$n"
+done
 
 printf '\n%-28s %9s %9s %9s %9s  %7s %7s %7s %7s  %6s %6s %6s %6s  %-9s   (median of %s rounds of %s, order %s)\n' \
-  case lp-req/s nginx varnish bare lp-µs ng-µs va-µs ba-µs lp/ng lp/va lp/ba ba/ng "lp/ba q1-q3" "$ROUNDS" "$DURATION" "$ORDER"
+  case lp-req/s nginx varnish bare lp-µs ng-µs va-µs ba-µs lp/ng lp/va lp/ba ba/ng "lp/ba q1-q3" "$ROUNDS" "$DURATION" "$ORDER, $PROCS lp and bare processes"
 for body in 2KB 45KB; do
   for enc in identity gzip; do
     for conns in 64 256; do
@@ -276,17 +303,21 @@ for body in 2KB 45KB; do
         if [ -n "$CASES" ] && ! grep -qw -- "$name" <<<"$CASES"; then continue; fi
         paths="$work/$body.$keys"
         warmhdr=(-H "$AUTH"); [ "$enc" = gzip ] && warmhdr+=(-H "$GZIP")
-        for port in "$LP" "$NG" "$VA" "$BA"; do                      # fill each cache with the case's keys
+        for port in "${LPS[@]}" "$NG" "$VA" "${BAS[@]}"; do          # fill each cache with the case's keys
           "$work/warm" -base "http://127.0.0.1:$port" -paths <(sort -u "$paths") "${warmhdr[@]}"
         done
         p1=$(head -1 "$paths")                                 # and check that each now answers it from its cache
-        curl -fsS -o /dev/null -D - "${warmhdr[@]}" "http://127.0.0.1:$LP$p1" | grep -qi '^Cache-Status: listingproxy; hit' || { echo "$name: listingproxy did not hit"; exit 1; }
+        for port in "${LPS[@]}"; do
+          curl -fsS -o /dev/null -D - "${warmhdr[@]}" "http://127.0.0.1:$port$p1" | grep -qi '^Cache-Status: listingproxy; hit' || { echo "$name: listingproxy on $port did not hit"; exit 1; }
+        done
         curl -fsS -o /dev/null -D - "${warmhdr[@]}" "http://127.0.0.1:$NG$p1" | grep -qi '^X-Cache-Status: HIT' || { echo "$name: nginx did not hit"; exit 1; }
         curl -fsS -o /dev/null -D - "${warmhdr[@]}" "http://127.0.0.1:$VA$p1" | grep -qiE '^X-Varnish: [0-9]+ [0-9]+' || { echo "$name: varnish did not hit"; exit 1; }
-        curl -fsS -o /dev/null -D - "${warmhdr[@]}" "http://127.0.0.1:$BA$p1" | grep -qi '^X-Cache-Status: HIT' || { echo "$name: bare did not hit"; exit 1; }
+        for port in "${BAS[@]}"; do
+          curl -fsS -o /dev/null -D - "${warmhdr[@]}" "http://127.0.0.1:$port$p1" | grep -qi '^X-Cache-Status: HIT' || { echo "$name: bare on $port did not hit"; exit 1; }
+        done
         for f in lp ng va ba r_ng r_va r_ba r_bang; do : >"$work/$f.rps"; : >"$work/$f.cpu"; done
         for r in $(seq 1 "$ROUNDS"); do
-          seq=(lp ng va ba)
+          seq=(lp ng va ba) n=$(( (r - 1) % PROCS ))
           case $ORDER in
             pairs)
               case $(( (r - 1) % 4 )) in
@@ -298,10 +329,10 @@ for body in 2KB 45KB; do
           esac
           for s in "${seq[@]}"; do
             case $s in
-              lp) read -r a ac < <(measure "http://127.0.0.1:$LP" "$paths" "$conns" "$enc" "$LP_PID") ;;
+              lp) read -r a ac < <(measure "http://127.0.0.1:${LPS[n]}" "$paths" "$conns" "$enc" "${LP_PIDS[n]}") ;;
               ng) read -r b bc < <(measure "http://127.0.0.1:$NG" "$paths" "$conns" "$enc" "${NG_PIDS[@]}") ;;
               va) read -r c cc < <(measure "http://127.0.0.1:$VA" "$paths" "$conns" "$enc" $(va_pids)) ;;
-              ba) read -r d dc < <(measure "http://127.0.0.1:$BA" "$paths" "$conns" "$enc" "$BA_PID") ;;
+              ba) read -r d dc < <(measure "http://127.0.0.1:${BAS[n]}" "$paths" "$conns" "$enc" "${BA_PIDS[n]}") ;;
             esac
           done
           echo "$a" >>"$work/lp.rps"; echo "$ac" >>"$work/lp.cpu"
