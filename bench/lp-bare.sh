@@ -30,9 +30,10 @@
 # A case is BODY.KEYS:CONNECTIONS, with BODY 2KB or 45KB and KEYS 1key,
 # cycled or zipf, drawn as in bench/nginx.sh (10,000 keys). Servers pinned
 # to CPU 0, wrk to CPU 1 (PIN=0: not pinned); the cache is 2 GiB as in
-# bench/nginx.sh; both listingproxy processes first take one-key hits for
-# STEADY seconds (default 25) so that their heaps are past the first pass
-# to the memory limit (page faults, bench/NOTES.md).
+# bench/nginx.sh; every listingproxy process first takes one-key hits for
+# STEADY seconds (default 5), past its start's first page faults (25 s
+# until GOGC went back to the runtime's default, when the heap's first pass
+# ran up to the memory limit; bench/NOTES.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CASES=${CASES:-2KB.cycled:64 2KB.zipf:64 2KB.1key:256 45KB.1key:256}
@@ -42,7 +43,7 @@ ENV_B=${ENV_B-GOGC=off}
 PRELOAD=${PRELOAD:-}
 BIN_B=${BIN_B:-}
 ORDER=${ORDER:-rotate} # rotate: round r starts r-1 places later (A B bare, B bare A, bare A B, ...); fixed: A B bare
-STEADY=${STEADY:-25}
+STEADY=${STEADY:-5}
 PROCS=${PROCS:-1}
 [[ $PROCS =~ ^[1-9][0-9]*$ ]] || { echo "PROCS must be a positive whole number, not '$PROCS'" >&2; exit 2; }
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-1800}
