@@ -99,13 +99,20 @@ wait_port() { # port name: wait (bounded) until something answers there
 }
 
 # listingproxy: the demo, a cache large enough for 10,000 45KB bodies, entries
-# that stay fresh for the whole run, errors-only log.
-LP=$(free_port)
-sed -e 's|^\(  max_bytes:\).*|\1 2GiB|' -e 's|^\(  ttl:\).*|\1 2h|' -e "s|file:listingproxy-demo.db|file:$work/demo.db|" \
-    -e 's|^\(  level:\).*|\1 error|' config.yaml >"$work/config.yaml"
-"${SERVER_CPU[@]}" "$work/listingproxy" -config "$work/config.yaml" -listen "127.0.0.1:$LP" -admin-listen off >"$work/lp.log" 2>&1 &
-pids+=($!); LP_PID=$!
-wait_port "$LP" lp
+# that stay fresh for the whole run, errors-only log. In hit mode PROCS
+# processes, each with a database of its own (see Measurement at the top);
+# the first (LP) is the origin of nginx, Varnish and bare, and miss mode's
+# only one.
+LPS=() LP_PIDS=()
+for n in $(seq 1 "$([ "$MODE" = hit ] && echo "$PROCS" || echo 1)"); do
+  port=$(free_port)
+  sed -e 's|^\(  max_bytes:\).*|\1 2GiB|' -e 's|^\(  ttl:\).*|\1 2h|' -e "s|file:listingproxy-demo.db|file:$work/demo$n.db|" \
+      -e 's|^\(  level:\).*|\1 error|' config.yaml >"$work/config$n.yaml"
+  "${SERVER_CPU[@]}" "$work/listingproxy" -config "$work/config$n.yaml" -listen "127.0.0.1:$port" -admin-listen off >"$work/lp$n.log" 2>&1 &
+  pids+=($!); LPS+=("$port") LP_PIDS+=("$!")
+  wait_port "$port" "lp$n"
+done
+LP=${LPS[0]} LP_PID=${LP_PIDS[0]}
 
 CRED=$(printf 'harbour:harbour-demo' | base64)
 AUTH="Authorization: Basic $CRED"
@@ -199,18 +206,6 @@ fi
 # most LP_STEADY seconds (0: skip). nginx and Varnish reuse their memory from the start.
 LP_STEADY=${LP_STEADY:-180}
 faults() { awk '{print $10}' "/proc/$1/stat"; }
-# In hit mode the other PROCS-1 listingproxy processes start here, each with
-# a database of its own (see Measurement at the top).
-LPS=("$LP") LP_PIDS=("$LP_PID")
-if [ "$MODE" = hit ]; then
-  for n in $(seq 2 "$PROCS"); do
-    port=$(free_port)
-    sed -e "s|file:$work/demo.db|file:$work/demo$n.db|" "$work/config.yaml" >"$work/config$n.yaml"
-    "${SERVER_CPU[@]}" "$work/listingproxy" -config "$work/config$n.yaml" -listen "127.0.0.1:$port" -admin-listen off >"$work/lp$n.log" 2>&1 &
-    pids+=($!); LPS+=("$port") LP_PIDS+=("$!")
-    wait_port "$port" "lp$n"
-  done
-fi
 if [ "$LP_STEADY" != 0 ]; then
   for i in "${!LPS[@]}"; do
     "$work/warm" -base "http://127.0.0.1:${LPS[i]}" -paths "$work/2KB.1key" -H "$AUTH"
