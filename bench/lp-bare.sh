@@ -21,6 +21,9 @@
 #   ENV_B='GOGC=400' bash bench/lp-bare.sh
 #   BIN_B=/tmp/lp-other ENV_B= bash bench/lp-bare.sh         # B is another build of listingproxy (a PGO build,
 #                                                            # another revision) under ENV_B
+#   ROUNDS_OUT=/tmp/rounds bash bench/lp-bare.sh             # also keep each round's figures, a file per case
+#                                                            # (/tmp/rounds.CASE: per server req/s, CPU µs, faults
+#                                                            # and context switches per request; A, B, bare)
 #   PROCS=4 ROUNDS=16 bash bench/lp-bare.sh                  # 4 processes of each server, round r measuring
 #                                                            # the ((r-1) mod 4)-th: two processes of one binary
 #                                                            # differ by ~3.5% however many rounds they run
@@ -45,6 +48,7 @@ BIN_B=${BIN_B:-}
 ORDER=${ORDER:-rotate} # rotate: round r starts r-1 places later (A B bare, B bare A, bare A B, ...); fixed: A B bare
 STEADY=${STEADY:-5}
 PROCS=${PROCS:-1}
+ROUNDS_OUT=${ROUNDS_OUT:-}
 [[ $PROCS =~ ^[1-9][0-9]*$ ]] || { echo "PROCS must be a positive whole number, not '$PROCS'" >&2; exit 2; }
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-1800}
 for t in wrk python3 curl; do command -v $t >/dev/null || { echo "needs $t" >&2; exit 2; }; done
@@ -141,6 +145,7 @@ for cs in $CASES; do
     done
     echo "${got[0]} ${got[1]} ${got[2]}" >>"$work/rounds"
   done
+  if [ -n "$ROUNDS_OUT" ]; then cp "$work/rounds" "$ROUNDS_OUT.$cs"; fi
   python3 - "$cs" "$work/rounds" <<'PY'
 import statistics, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[2]) if l.strip()]

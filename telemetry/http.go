@@ -102,73 +102,88 @@ type AccessOptions struct {
 // Place it inside ServerHandler (so the span and trace id exist) and
 // outside the ServeMux (so the pattern is known once the handler returns).
 func Middleware(o AccessOptions) func(http.Handler) http.Handler {
-	log, m := o.Logger, o.Metrics
-	clients := clientip.Resolver{Trusted: o.TrustedProxies}
+	m := o.Metrics
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// What every request does is in this function; the access
+			// line, the span's name and the error digest are in
+			// o.finish, called only when one of them is on. Every piece
+			// here costs 10-30 times its loop figure in place
+			// (bench/NOTES.md, sessions 21 and 22).
 			start := time.Since(epoch) // monotonic only: one clock read, not two
-			idv := requestID(r, o.TrustedProxies)
-			w.Header()[RequestIDHeader] = idv
-			id := idv[0]
 			rec := recorders.Get().(*recorder)
-			*rec = recorder{ResponseWriter: w}
-			defer func() { *rec = recorder{}; recorders.Put(rec) }()
+			idv := rec.requestID(r, o.TrustedProxies)
+			w.Header()[RequestIDHeader] = idv
+			rec.ResponseWriter = w
 			next.ServeHTTP(rec, r)
 			if rec.status == 0 {
 				rec.status = http.StatusOK // nothing written: net/http sends 200
 			}
 			elapsed := time.Since(epoch) - start
-			method, route := methodLabel(r.Method), Route(r)
-			var span trace.Span
-			if o.Tracing {
-				span = trace.SpanFromContext(r.Context())
-				if span.IsRecording() {
-					span.SetName(method + " " + route)
-					span.SetAttributes(attribute.String("http.route", route))
-				}
-			}
 			note := &rec.note
 			if m != nil {
-				m.observeRequest(route, method, rec.status, elapsed.Seconds())
+				bucket := latencyBucket(elapsed)
+				m.requests.observe(r.Pattern, r.Method, rec.status, int64(elapsed), bucket)
 				if note.AuthFailed {
 					m.AuthFailures.Inc()
 				}
 				if note.Tenant != "" || note.AuthFailed || note.Refused {
-					m.tenants.count(note.Tenant, note.Backend, note.Cache, rec.status, note.Invalid, elapsed.Seconds(), int64((start+elapsed)/time.Minute))
+					m.tenants.count(note.Tenant, note.Backend, note.Cache, rec.status, note.Invalid, bucket, int64((start+elapsed)/time.Minute))
 				}
 			}
-			if note.Err != nil && rec.status >= 500 && o.Errors != nil {
-				o.Errors.Record(note.Backend, rec.status, note.Err)
+			if o.Tracing || (note.Err != nil && o.Errors != nil) || (o.Logger != nil && o.Logger.Enabled(r.Context(), slog.LevelInfo)) {
+				o.finish(r, rec, idv[0], elapsed)
 			}
-			if log == nil || !log.Enabled(r.Context(), slog.LevelInfo) {
-				return
-			}
-			attrs := []slog.Attr{
-				slog.String("method", method),
-				slog.String("route", route),
-				slog.String("path", logPath(r.URL)),
-				slog.Int("status", rec.status),
-				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
-				slog.Int64("bytes", rec.bytes),
-				slog.String("tenant", note.Tenant),
-				slog.String("user", note.User),
-				slog.String("client", addrString(clients.Addr(r))),
-				slog.String("cache", note.Cache),
-				slog.String("request_id", id),
-			}
-			if span != nil {
-				if sc := span.SpanContext(); sc.HasTraceID() {
-					attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
-				}
-			}
-			log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+			rec.reset()
+			recorders.Put(rec)
 		})
 	}
 }
 
+// finish names r's span, passes a 5xx's failure to the error digest and
+// writes r's access line, as o asks.
+func (o *AccessOptions) finish(r *http.Request, rec *recorder, id string, elapsed time.Duration) {
+	method, route := methodLabel(r.Method), Route(r)
+	var span trace.Span
+	if o.Tracing {
+		span = trace.SpanFromContext(r.Context())
+		if span.IsRecording() {
+			span.SetName(method + " " + route)
+			span.SetAttributes(attribute.String("http.route", route))
+		}
+	}
+	note := &rec.note
+	if note.Err != nil && rec.status >= 500 && o.Errors != nil {
+		o.Errors.Record(note.Backend, rec.status, note.Err)
+	}
+	if o.Logger == nil || !o.Logger.Enabled(r.Context(), slog.LevelInfo) {
+		return
+	}
+	clients := clientip.Resolver{Trusted: o.TrustedProxies}
+	attrs := []slog.Attr{
+		slog.String("method", method),
+		slog.String("route", route),
+		slog.String("path", logPath(r.URL)),
+		slog.Int("status", rec.status),
+		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
+		slog.Int64("bytes", rec.bytes),
+		slog.String("tenant", note.Tenant),
+		slog.String("user", note.User),
+		slog.String("client", addrString(clients.Addr(r))),
+		slog.String("cache", note.Cache),
+		slog.String("request_id", id),
+	}
+	if span != nil {
+		if sc := span.SpanContext(); sc.HasTraceID() {
+			attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
+		}
+	}
+	o.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+}
+
 // requestID is r's X-Request-Id when its peer is a trusted proxy and the
 // id is well formed, else a fresh random one, as a response header's value.
-func requestID(r *http.Request, trusted []netip.Prefix) []string {
+func (w *recorder) requestID(r *http.Request, trusted []netip.Prefix) []string {
 	if len(trusted) > 0 {
 		if in := r.Header.Get(RequestIDHeader); validRequestID(in) {
 			// The peer is the client for a resolver that trusts no one.
@@ -180,30 +195,26 @@ func requestID(r *http.Request, trusted []netip.Prefix) []string {
 			}
 		}
 	}
-	return freshRequestID()
+	return w.freshRequestID()
 }
 
-// idBatch is 64 fresh request ids, ready as header values: the 32 hex
-// digits of 16 random bytes each, cut from one string. Making them 64 at a
-// time spares every request two allocations, the id's string and the
-// header's one-element slice (BenchmarkServeHit in cmd/listingproxy: 21
-// allocations per hit before, 19 after). A handed-out value keeps its batch
-// (about 3 KB) alive until its response is gone.
+// idBatch is 64 fresh request ids, ready as header values: 32 hex digits
+// of 128 random bits each, cut from one string. Making them 64 at a time
+// spares every request two allocations, the id's string and the header's
+// one-element slice (BenchmarkServeHit in cmd/listingproxy: 21 allocations
+// per hit before, 19 after). A handed-out value keeps its batch (about
+// 3 KB) alive until its response is gone.
 type idBatch struct {
 	vals [64]string
 	next int
 }
 
 func newIDBatch() *idBatch {
-	var raw [64 * 16]byte
-	for i := 0; i < len(raw); i += 8 {
-		binary.LittleEndian.PutUint64(raw[i:], rand.Uint64())
-	}
-	var digits [2 * len(raw)]byte
-	for i, c := range raw {
-		// Two digits a byte from one table: about a third of
-		// hex.Encode's instructions (~350 a request, bench/NOTES.md).
-		digits[2*i], digits[2*i+1] = hexPairs[2*int(c)], hexPairs[2*int(c)+1]
+	var digits [len(idBatch{}.vals) * 32]byte
+	for i := 0; i < len(digits); i += 16 {
+		r := rand.Uint64()
+		binary.LittleEndian.PutUint64(digits[i:], hexDigits(r&0x0f0f0f0f0f0f0f0f))
+		binary.LittleEndian.PutUint64(digits[i+8:], hexDigits(r>>4&0x0f0f0f0f0f0f0f0f))
 	}
 	all := string(digits[:])
 	b := new(idBatch)
@@ -213,30 +224,31 @@ func newIDBatch() *idBatch {
 	return b
 }
 
-// hexPairs is the two lowercase hex digits of each byte value, in order.
-const hexPairs = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f" +
-	"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f" +
-	"404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f" +
-	"606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f" +
-	"808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f" +
-	"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf" +
-	"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf" +
-	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff"
-
-// idBatches holds the batch each P is handing out; a batch once exhausted
-// is dropped (the responses that hold its values still share it).
-var idBatches = sync.Pool{New: func() any { return newIDBatch() }}
+// hexDigits turns eight nibbles, one in the low half of each byte of n,
+// into their eight lowercase hex digits, in place: '0' added to each, and
+// 'a'-'0'-10 more to those of 10 and above (whose byte, plus 6, carries
+// into bit 4). A random 64-bit value's two halves of each byte give 16
+// digits of 64 random bits, eight at a time, where a table took 16 lookups
+// (BenchmarkMiddlewareDirect: the ids were a fifth of the middleware's
+// loop time; bench/NOTES.md, session 22).
+func hexDigits(n uint64) uint64 {
+	const ones = 0x0101010101010101
+	ten := (n + 6*ones) >> 4 & ones // 1 in each byte of 10 or more
+	return n + '0'*ones + ten*('a'-'0'-10)
+}
 
 // freshRequestID is a fresh random request id as a header value of its own
-// (a one-element slice with no room to append into its neighbour's).
-func freshRequestID() []string {
-	b := idBatches.Get().(*idBatch)
-	if b.next == len(b.vals) {
+// (a one-element slice with no room to append into its neighbour's), from
+// w's batch: a recorder keeps its batch across requests, so one pool
+// (recorders) serves both.
+func (w *recorder) freshRequestID() []string {
+	b := w.ids
+	if b == nil || b.next == len(b.vals) {
 		b = newIDBatch()
+		w.ids = b
 	}
 	v := b.vals[b.next : b.next+1 : b.next+1]
 	b.next++
-	idBatches.Put(b)
 	return v
 }
 
@@ -340,7 +352,8 @@ var epoch = time.Now()
 
 // recorders recycles Middleware's writers: a handler must not use its
 // ResponseWriter after returning (net/http's own rule), so once the access
-// line is out the recorder is free. It is cleared before it is put back.
+// line is out the recorder is free. It is cleared (but for its request ids)
+// before it is put back.
 var recorders = sync.Pool{New: func() any { return new(recorder) }}
 
 // recorder is Middleware's ResponseWriter: it notes the status and bytes
@@ -350,7 +363,11 @@ type recorder struct {
 	status int
 	bytes  int64
 	note   Annotation
+	ids    *idBatch // fresh request ids, kept across requests
 }
+
+// reset clears w for its next request, keeping its ids.
+func (w *recorder) reset() { *w = recorder{ids: w.ids} }
 
 func (w *recorder) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {

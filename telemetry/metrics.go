@@ -3,7 +3,6 @@ package telemetry
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,14 +27,10 @@ type Metrics struct {
 	watchMu sync.Mutex
 	errs    []error
 
-	// series memoises the request counter and histogram of each route,
-	// method and status, so a request costs no label hashing.
-	series sync.Map // seriesKey -> *requestSeries
+	// requests are listingproxy_http_requests_total and
+	// listingproxy_http_request_duration_seconds (requests.go).
+	requests requestMetrics
 
-	// Requests counts answered HTTP requests by route, method and status.
-	Requests *prometheus.CounterVec
-	// RequestDuration observes request latency by route and method.
-	RequestDuration *prometheus.HistogramVec
 	// AuthFailures counts API requests with missing or wrong credentials.
 	AuthFailures prometheus.Counter
 	// BackendDuration observes backend call latency by backend and operation.
@@ -80,15 +75,6 @@ var latencyBounds = [...]float64{.00005, .0001, .00025, .0005, .001, .0025, .005
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		reg: reg,
-		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "listingproxy_http_requests_total",
-			Help: "HTTP requests answered, by route pattern, method and status code.",
-		}, []string{"route", "method", "status"}),
-		RequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "listingproxy_http_request_duration_seconds",
-			Help:    "Time to answer an HTTP request, by route pattern and method.",
-			Buckets: latencyBuckets,
-		}, []string{"route", "method"}),
 		AuthFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "listingproxy_auth_failures_total",
 			Help: "API requests refused for missing or wrong credentials.",
@@ -141,7 +127,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		ConstLabels: prometheus.Labels{"version": b.Version, "commit": b.Commit, "goversion": b.GoVersion},
 	}, func() float64 { return 1 })
 	for _, c := range append(append(append(m.abuse.collectors(), m.mistakes.collectors()...), m.feeds.collectors()...),
-		m.Requests, m.RequestDuration, m.AuthFailures, m.BackendDuration, m.BackendErrors, m.BreakerTransitions,
+		&m.requests, m.AuthFailures, m.BackendDuration, m.BackendErrors, m.BreakerTransitions,
 		m.ConfigReloads, m.lastReloadOK, m.lastReloadTime, m.Purges, m.TraceExportFailures, buildInfo, &tenantCollector{t: &m.tenants},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -362,29 +348,4 @@ func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descBulkheadSlots, prometheus.GaugeValue, float64(st.Slots), st.Backend, st.Tenant)
 		}
 	}
-}
-
-type seriesKey struct {
-	route, method string
-	status        int
-}
-
-type requestSeries struct {
-	count    prometheus.Counter
-	duration prometheus.Observer
-}
-
-// observeRequest counts one answered request and its duration.
-func (m *Metrics) observeRequest(route, method string, status int, seconds float64) {
-	k := seriesKey{route, method, status}
-	v, ok := m.series.Load(k)
-	if !ok {
-		v, _ = m.series.LoadOrStore(k, &requestSeries{
-			count:    m.Requests.WithLabelValues(route, method, strconv.Itoa(status)),
-			duration: m.RequestDuration.WithLabelValues(route, method),
-		})
-	}
-	rs := v.(*requestSeries)
-	rs.count.Inc()
-	rs.duration.Observe(seconds)
 }

@@ -251,26 +251,63 @@ func (w *latencyWindow) add(minute int64, b int) {
 	w.counts[b].Add(1)
 }
 
-// tenantTraffic holds a tenantCounters per tenant: one map read and a few
-// atomic adds per request; Prometheus and the status page read them. The
-// requests of no tenant (refused before authentication: 401, throttled)
-// count in anonymous, which only the status page reads.
+// tenantTraffic holds a tenantCounters per tenant: one map read (of a map
+// copied when a tenant first appears) and a few atomic adds per request;
+// Prometheus and the status page read them. The requests of no tenant
+// (refused before authentication: 401, throttled) count in anonymous,
+// which only the status page reads.
 type tenantTraffic struct {
-	m         sync.Map // tenant -> *tenantCounters
+	m         atomic.Pointer[map[string]*tenantCounters]
+	mu        sync.Mutex // serialises copies of m
 	anonymous tenantCounters
 }
 
-// count counts a request of tenant answered at minute (since epoch).
-func (t *tenantTraffic) count(tenant, backend, outcome string, status int, invalid bool, seconds float64, minute int64) {
-	var c *tenantCounters
-	if tenant == "" {
-		c = &t.anonymous
-	} else {
-		v, ok := t.m.Load(tenant)
-		if !ok {
-			v, _ = t.m.LoadOrStore(tenant, &tenantCounters{tenant: tenant, backend: backend})
+// counters returns tenant's counters, adding them to a copy of the map
+// with backend the first time.
+func (t *tenantTraffic) counters(tenant, backend string) *tenantCounters {
+	if p := t.m.Load(); p != nil {
+		if c := (*p)[tenant]; c != nil {
+			return c
 		}
-		c = v.(*tenantCounters)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := map[string]*tenantCounters{}
+	if p := t.m.Load(); p != nil {
+		if c := (*p)[tenant]; c != nil {
+			return c
+		}
+		old = *p
+	}
+	next := make(map[string]*tenantCounters, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	c := &tenantCounters{tenant: tenant, backend: backend}
+	next[tenant] = c
+	t.m.Store(&next)
+	return c
+}
+
+// all is every tenant's counters, in no order.
+func (t *tenantTraffic) all() []*tenantCounters {
+	p := t.m.Load()
+	if p == nil {
+		return nil
+	}
+	out := make([]*tenantCounters, 0, len(*p))
+	for _, c := range *p {
+		out = append(out, c)
+	}
+	return out
+}
+
+// count counts a request of tenant answered at minute (since epoch), its
+// duration in latency bucket b (latencyBucket).
+func (t *tenantTraffic) count(tenant, backend, outcome string, status int, invalid bool, b int, minute int64) {
+	c := &t.anonymous
+	if tenant != "" {
+		c = t.counters(tenant, backend)
 	}
 	i := len(outcomeNames) - 1
 	for j, name := range outcomeNames[:i] {
@@ -295,7 +332,6 @@ func (t *tenantTraffic) count(tenant, backend, outcome string, status int, inval
 	if invalid {
 		c.invalid.Add(1)
 	}
-	b, _ := slices.BinarySearch(latencyBuckets, seconds)
 	c.latency[b].Add(1)
 	c.recent[minute%2].add(minute, b)
 }
@@ -332,10 +368,9 @@ func minuteNow() int64 { return int64(time.Since(epoch) / time.Minute) }
 
 func (t *tenantTraffic) snapshot(now int64) []TenantStats {
 	var out []TenantStats
-	t.m.Range(func(_, v any) bool {
-		out = append(out, v.(*tenantCounters).stats(now))
-		return true
-	})
+	for _, c := range t.all() {
+		out = append(out, c.stats(now))
+	}
 	slices.SortFunc(out, func(a, b TenantStats) int { return cmp.Compare(a.Tenant, b.Tenant) })
 	return out
 }
@@ -366,14 +401,12 @@ func (c *tenantCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *tenantCollector) Collect(ch chan<- prometheus.Metric) {
-	c.t.m.Range(func(_, v any) bool {
-		tc := v.(*tenantCounters)
+	for _, tc := range c.t.all() {
 		for i, name := range outcomeNames {
 			ch <- prometheus.MustNewConstMetric(descTenantRequests, prometheus.CounterValue,
 				float64(tc.outcomes[i].Load()), tc.tenant, tc.backend, cmp.Or(name, "none"))
 		}
 		ch <- prometheus.MustNewConstMetric(descTenantErrors, prometheus.CounterValue,
 			float64(tc.serverErrors.Load()), tc.tenant, tc.backend)
-		return true
-	})
+	}
 }

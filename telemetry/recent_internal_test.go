@@ -1,6 +1,9 @@
 package telemetry
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestRecentLatency: a tenant's recent latencies are those of the minute
 // under way and the one before; older minutes drop out, and a minute's
@@ -8,7 +11,7 @@ import "testing"
 func TestRecentLatency(t *testing.T) {
 	var tr tenantTraffic
 	count := func(seconds float64, minute int64) {
-		tr.count("harbour", "demo", "hit", 200, false, seconds, minute)
+		tr.count("harbour", "demo", "hit", 200, false, latencyBucket(time.Duration(seconds*1e9)), minute)
 	}
 	recent := func(now int64) (n uint64, p99 float64) {
 		s := tr.snapshot(now)[0]
