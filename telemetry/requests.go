@@ -18,14 +18,17 @@ import (
 // costs one map read (its route pattern, from a map that is copied when a
 // new pattern appears) and three atomic adds; a CounterVec and a
 // HistogramVec cost two memoised lookups, a histogram's own bucket search
-// and its hot and cold counts, which in place measured ~2% of a one-key
-// 2 KB hit (bench/NOTES.md, session 22). The bucket index is found once
-// and shared with the tenant counters (the same bounds).
+// and its hot and cold counts: with the tenant counters, ~2% of a one-key
+// 2 KB hit in place (bench/NOTES.md, session 21), and in a loop the
+// middleware went from ~520 to ~320 ns with this and the ids' change
+// (session 22). The bucket index is found once and shared with the tenant
+// counters (the same bounds).
 //
-// A scrape is not atomic with the requests under way: a histogram's _sum
-// may include an observation its buckets do not have yet (or not the
-// reverse); its _count is the sum of its buckets, so _count and the +Inf
-// bucket always agree.
+// A scrape is not atomic with the requests under way: one may be in the
+// counter, the histogram's _sum or its buckets and not yet in another (a
+// Prometheus histogram swaps hot and cold counts to avoid that, which is
+// the cost this saves); _count is the sum of the buckets, so _count and the
+// +Inf bucket always agree. The next scrape has the request everywhere.
 type requestMetrics struct {
 	routes atomic.Pointer[map[string]*routeSeries] // r.Pattern -> series
 	mu     sync.Mutex                              // serialises copies of routes
