@@ -257,50 +257,20 @@ func (w *latencyWindow) add(minute int64, b int) {
 // (refused before authentication: 401, throttled) count in anonymous,
 // which only the status page reads.
 type tenantTraffic struct {
-	m         atomic.Pointer[map[string]*tenantCounters]
-	mu        sync.Mutex // serialises copies of m
+	m         cowMap[*tenantCounters] // by tenant
 	anonymous tenantCounters
 }
 
-// counters returns tenant's counters, adding them to a copy of the map
-// with backend the first time.
+// counters returns tenant's counters, made with backend the first time.
 func (t *tenantTraffic) counters(tenant, backend string) *tenantCounters {
-	if p := t.m.Load(); p != nil {
-		if c := (*p)[tenant]; c != nil {
-			return c
-		}
+	if c := t.m.get(tenant); c != nil {
+		return c
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	old := map[string]*tenantCounters{}
-	if p := t.m.Load(); p != nil {
-		if c := (*p)[tenant]; c != nil {
-			return c
-		}
-		old = *p
-	}
-	next := make(map[string]*tenantCounters, len(old)+1)
-	for k, v := range old {
-		next[k] = v
-	}
-	c := &tenantCounters{tenant: tenant, backend: backend}
-	next[tenant] = c
-	t.m.Store(&next)
-	return c
+	return t.m.add(tenant, func() *tenantCounters { return &tenantCounters{tenant: tenant, backend: backend} })
 }
 
 // all is every tenant's counters, in no order.
-func (t *tenantTraffic) all() []*tenantCounters {
-	p := t.m.Load()
-	if p == nil {
-		return nil
-	}
-	out := make([]*tenantCounters, 0, len(*p))
-	for _, c := range *p {
-		out = append(out, c)
-	}
-	return out
-}
+func (t *tenantTraffic) all() []*tenantCounters { return t.m.values() }
 
 // count counts a request of tenant answered at minute (since epoch), its
 // duration in latency bucket b (latencyBucket).

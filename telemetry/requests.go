@@ -1,8 +1,10 @@
 package telemetry
 
 import (
+	"maps"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,8 +32,7 @@ import (
 // the cost this saves); _count is the sum of the buckets, so _count and the
 // +Inf bucket always agree. The next scrape has the request everywhere.
 type requestMetrics struct {
-	routes atomic.Pointer[map[string]*routeSeries] // r.Pattern -> series
-	mu     sync.Mutex                              // serialises copies of routes
+	routes cowMap[*routeSeries] // by r.Pattern
 }
 
 // routeSeries are the series of one route pattern, by method.
@@ -106,12 +107,9 @@ var latencyNanos = func() (ns [len(latencyBounds)]time.Duration) {
 // unmatched), answered with status after nanos, whose duration falls in
 // bucket.
 func (rm *requestMetrics) observe(pattern, method string, status int, nanos int64, bucket int) {
-	var rs *routeSeries
-	if p := rm.routes.Load(); p != nil {
-		rs = (*p)[pattern]
-	}
+	rs := rm.routes.get(pattern)
 	if rs == nil {
-		rs = rm.add(pattern)
+		rs = rm.routes.add(pattern, func() *routeSeries { return &routeSeries{route: routeOf(pattern)} })
 	}
 	slot := &rs.methods[methodIndex(method)]
 	ms := slot.Load()
@@ -127,27 +125,6 @@ func (rm *requestMetrics) observe(pattern, method string, status int, nanos int6
 	}
 	ms.buckets[bucket].Add(1)
 	ms.nanos.Add(uint64(max(nanos, 0)))
-}
-
-// add returns the series of pattern, adding them to a copy of the map.
-func (rm *requestMetrics) add(pattern string) *routeSeries {
-	rm.mu.Lock()
-	defer rm.mu.Unlock()
-	old := map[string]*routeSeries{}
-	if p := rm.routes.Load(); p != nil {
-		if rs := (*p)[pattern]; rs != nil {
-			return rs
-		}
-		old = *p
-	}
-	next := make(map[string]*routeSeries, len(old)+1)
-	for k, v := range old {
-		next[k] = v
-	}
-	rs := &routeSeries{route: routeOf(pattern)}
-	next[pattern] = rs
-	rm.routes.Store(&next)
-	return rs
 }
 
 // routeOf is the route label of a ServeMux pattern (Route).
@@ -179,10 +156,6 @@ func (rm *requestMetrics) Describe(ch chan<- *prometheus.Desc) {
 // histogram per route and method seen. Two patterns of one route (a method
 // in one of them) merge into that route's series.
 func (rm *requestMetrics) Collect(ch chan<- prometheus.Metric) {
-	p := rm.routes.Load()
-	if p == nil {
-		return
-	}
 	type series struct {
 		status  map[int]uint64
 		buckets [len(latencyBounds) + 1]uint64
@@ -190,7 +163,7 @@ func (rm *requestMetrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	type key struct{ route, method string }
 	all := map[key]*series{}
-	for _, rs := range *p {
+	for _, rs := range rm.routes.values() {
 		for i := range rs.methods {
 			ms := rs.methods[i].Load()
 			if ms == nil {
@@ -230,4 +203,54 @@ func (rm *requestMetrics) Collect(ch chan<- prometheus.Metric) {
 		count += s.buckets[len(latencyBounds)]
 		ch <- prometheus.MustNewConstHistogram(descRequestDuration, count, float64(s.nanos)/1e9, cumulative, k.route, k.method)
 	}
+}
+
+// cowMap is a map read without a lock and copied whole when a key is
+// added: for the few keys (route patterns, tenants) that every request
+// looks up, a plain map's read with no sync.Map around it. Adding the nth
+// key copies n-1 entries, once per key (a tenant's first request at 10,000
+// tenants: ~10,000 entries). The zero value is empty.
+type cowMap[V comparable] struct {
+	m  atomic.Pointer[map[string]V]
+	mu sync.Mutex // serialises adds
+}
+
+// get is k's value, the zero V when k has none.
+func (c *cowMap[V]) get(k string) V {
+	var v V
+	if p := c.m.Load(); p != nil {
+		v = (*p)[k]
+	}
+	return v
+}
+
+// add returns k's value, storing newV() first if k has none.
+func (c *cowMap[V]) add(k string, newV func() V) V {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var zero V
+	if v := c.get(k); v != zero {
+		return v
+	}
+	var old map[string]V
+	if p := c.m.Load(); p != nil {
+		old = *p
+	}
+	next := maps.Clone(old)
+	if next == nil {
+		next = map[string]V{}
+	}
+	v := newV()
+	next[k] = v
+	c.m.Store(&next)
+	return v
+}
+
+// values are the map's values, in no order.
+func (c *cowMap[V]) values() []V {
+	p := c.m.Load()
+	if p == nil {
+		return nil
+	}
+	return slices.Collect(maps.Values(*p))
 }

@@ -101,15 +101,15 @@ func TestRequestMetricsConcurrent(t *testing.T) {
 		<-done
 	}
 	var total uint64
-	for _, rs := range *rm.routes.Load() {
+	for _, rs := range rm.routes.values() {
 		ms := rs.methods[0].Load()
 		total += ms.status[100].Load()
 		if ms.buckets[1].Load() != ms.status[100].Load() {
 			t.Errorf("%s: %d in bucket 1, %d with status 200", rs.route, ms.buckets[1].Load(), ms.status[100].Load())
 		}
 	}
-	if total != workers*each || len(*rm.routes.Load()) != 16 {
-		t.Errorf("%d requests over %d routes, want %d over 16", total, len(*rm.routes.Load()), workers*each)
+	if routes := len(rm.routes.values()); total != workers*each || routes != 16 {
+		t.Errorf("%d requests over %d routes, want %d over 16", total, routes, workers*each)
 	}
 }
 
