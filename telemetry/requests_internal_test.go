@@ -129,3 +129,13 @@ func TestLatencyBucket(t *testing.T) {
 		}
 	}
 }
+
+// TestMethodIndex: every method the label names, and a foreign one, finds
+// the series slot of its own label.
+func TestMethodIndex(t *testing.T) {
+	for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE", "BREW", "get", ""} {
+		if got, want := methodNames[methodIndex(m)], methodLabel(m); got != want {
+			t.Errorf("method %q: slot of %q, want %q", m, got, want)
+		}
+	}
+}
