@@ -315,16 +315,7 @@ func secretName(s string) bool {
 
 // Route is the path part of the ServeMux pattern that matched r (without
 // its method: "/{country}/properties/{file}"), or "unmatched".
-func Route(r *http.Request) string {
-	p := r.Pattern
-	if i := strings.IndexByte(p, '/'); i > 0 {
-		p = p[i:] // drop "GET " (and a host, which we never use)
-	}
-	if p == "" {
-		return "unmatched"
-	}
-	return p
-}
+func Route(r *http.Request) string { return routeOf(r.Pattern) }
 
 // methodLabel bounds the method label: clients may send any token.
 func methodLabel(m string) string {
