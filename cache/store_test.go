@@ -65,6 +65,37 @@ func TestNewEntry(t *testing.T) {
 	}
 }
 
+// TestNewEntryWith: an entry built with its Meta value in the same object
+// has NewEntry's fields, its Meta is the value returned, and what the
+// caller sets there is what a reader of the entry finds, also after
+// collections (the entry alone keeps the object alive).
+func TestNewEntryWith(t *testing.T) {
+	type meta struct {
+		vals [3]string
+		n    int
+	}
+	for _, body := range [][]byte{[]byte("hello"), bytes.Repeat([]byte("<property><id>1</id></property>"), 100)} {
+		want := NewEntry(body, "application/xml", true, t0)
+		e, m := NewEntryWith[meta](body, "application/xml", true, t0)
+		if got, ok := e.Meta.(*meta); !ok || got != m {
+			t.Fatalf("Meta = %#v, want the *meta returned (%p)", e.Meta, m)
+		}
+		m.vals[1], m.n = strings.Repeat("x", len(body)), len(body)
+		e.Meta, want.Meta = nil, nil
+		if !bytes.Equal(e.Body, want.Body) || !bytes.Equal(e.Gzip, want.Gzip) || e.ETag != want.ETag ||
+			e.ContentType != want.ContentType || e.Negative != want.Negative || !e.StoredAt.Equal(want.StoredAt) || e.Tags != nil {
+			t.Errorf("%d-byte body: entry %+v, want NewEntry's %+v", len(body), e, want)
+		}
+		e.Meta = m
+		m = nil
+		runtime.GC()
+		runtime.GC()
+		if got := e.Meta.(*meta); got.n != len(body) || len(got.vals[1]) != len(body) {
+			t.Errorf("%d-byte body: Meta after collections = %+v", len(body), got)
+		}
+	}
+}
+
 // TestNewEntryGzipConcurrent: entries built at once on many goroutines
 // (which share recycled gzip writers) each hold the gzip form of their own
 // body, byte for byte what a fresh writer makes.

@@ -453,11 +453,10 @@ func (s *Server) serve(w http.ResponseWriter, r *request, k cache.Key, load load
 		if storedAt.IsZero() {
 			storedAt = now()
 		}
-		e := cache.NewEntry(body, r.format.ContentType(), negative, storedAt)
+		e, eh := cache.NewEntryWith[entryHeaders](body, r.format.ContentType(), negative, storedAt)
 		e.Tags = withURLTag(tags, k, r.country)
-		eh := newEntryHeaders(e)
+		eh.fill(e)
 		eh.held = held
-		e.Meta = eh
 		return e, nil
 	}
 	if s.cache == nil {

@@ -139,19 +139,25 @@ func ageValue(age time.Duration) []string {
 func PrepareEntry(e *cache.Entry) { e.Meta = newEntryHeaders(e) }
 
 func newEntryHeaders(e *cache.Entry) *entryHeaders {
+	h := &entryHeaders{}
+	h.fill(e)
+	return h
+}
+
+// fill sets h's values from e's. The loaders allocate h with e
+// (cache.NewEntryWith), so a hit reads them next to the entry's fields.
+func (h *entryHeaders) fill(e *cache.Entry) {
 	etagGzip, lengthGzip := "", ""
 	if e.Gzip != nil {
 		etagGzip, lengthGzip = gzipETag(e.ETag), strconv.Itoa(len(e.Gzip))
 	}
 	length := strconv.Itoa(len(e.Body))
 	all := e.ETag + length + etagGzip + lengthGzip // one allocation for the values' bytes
-	h := &entryHeaders{}
 	h.vals[0] = e.ContentType
 	h.vals[1], all = all[:len(e.ETag)], all[len(e.ETag):]
 	h.vals[2], all = all[:len(length)], all[len(length):]
 	h.vals[3], all = all[:len(etagGzip)], all[len(etagGzip):]
 	h.vals[4] = all
-	return h
 }
 
 // dateHeader is a Date header value for one whole second.
