@@ -93,8 +93,9 @@ type entryWith[M any] struct {
 // that reads an entry and its Meta then reads adjacent lines of one
 // object, where two objects of different sizes sit in different spans,
 // pages apart: among many hot keys, one cache miss and one TLB miss less
-// per hit (bench/NOTES.md, "the entry and its headers in one object"). The Entry keeps the object
-// alive, and the object holds nothing but the two.
+// per hit (bench/NOTES.md, "the entry and its headers in one object").
+// The Entry keeps the object alive, and the object holds nothing but the
+// two.
 func NewEntryWith[M any](body []byte, contentType string, negative bool, now time.Time) (*Entry, *M) {
 	x := &entryWith[M]{}
 	x.e.init(body, contentType, negative, now)
