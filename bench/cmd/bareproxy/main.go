@@ -9,6 +9,8 @@
 // net/http's.
 //
 //	bareproxy -listen 127.0.0.1:8081 -origin http://127.0.0.1:8080 -auth 'Basic aGFyYm91cjpoYXJib3VyLWRlbW8='
+//
+// -spin adds a busy loop of that length to every request (bench/bare-spin.sh).
 package main
 
 import (
@@ -25,15 +27,21 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "listen address")
 	origin := flag.String("origin", "", "origin base URL (scheme, host, port)")
 	auth := flag.String("auth", "", "the Authorization value every request must carry")
+	spin := flag.Duration("spin", 0, "busy CPU time added to every request (0: none)")
 	flag.Parse()
 	if *origin == "" || *auth == "" {
 		fail(fmt.Errorf("-origin and -auth are required"))
+	}
+	if *spin < 0 {
+		fail(fmt.Errorf("-spin %v: must not be negative", *spin))
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		fail(err)
 	}
-	fail(bare.Server(bare.New(*origin, *auth)).Serve(onewrite.Listener(ln)))
+	p := bare.New(*origin, *auth)
+	p.Spin = *spin
+	fail(bare.Server(p).Serve(onewrite.Listener(ln)))
 }
 
 func fail(err error) {
