@@ -50,3 +50,20 @@ wait_for() {
 	tail -5 "$1" "$err" >&2 2>/dev/null || true
 	return 1
 }
+
+# bench_pin sets SERVER_CPU and WRK_CPU, the command prefixes that pin
+# servers to CPU 0 and the load generator to CPU 1 (empty with PIN=0, or
+# without taskset or a second CPU).
+bench_pin() {
+	SERVER_CPU=() WRK_CPU=()
+	if [ "${PIN:-1}" = 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+		SERVER_CPU=(taskset -c 0) WRK_CPU=(taskset -c 1)
+	fi
+}
+
+# free_port prints a free loopback TCP port.
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+
+# wait_port PORT waits up to 30 s for an HTTP answer on 127.0.0.1:PORT,
+# and ends the script when none comes.
+wait_port() { for _ in $(seq 1 300); do if curl -s -o /dev/null "http://127.0.0.1:$1/"; then return; fi; sleep 0.1; done; echo "port $1 never answered" >&2; exit 1; }

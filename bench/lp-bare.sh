@@ -54,16 +54,11 @@ BENCH_TIMEOUT=${BENCH_TIMEOUT:-1800}
 for t in wrk python3 curl; do command -v $t >/dev/null || { echo "needs $t" >&2; exit 2; }; done
 . bench/lib.sh
 bench_start
-SERVER_CPU=() WRK_CPU=()
-if [ "${PIN:-1}" = 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
-  SERVER_CPU=(taskset -c 0) WRK_CPU=(taskset -c 1)
-fi
+bench_pin
 go build -o "$work/listingproxy" ./cmd/listingproxy
 if [ -n "$BIN_B" ]; then cp "$BIN_B" "$work/listingproxy-b"; else cp "$work/listingproxy" "$work/listingproxy-b"; fi
 go build -o "$work/bareproxy" ./bench/cmd/bareproxy
 go build -o "$work/warm" ./bench/cmd/warm
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 300); do if curl -s -o /dev/null "http://127.0.0.1:$1/"; then return; fi; sleep 0.1; done; echo "port $1 never answered" >&2; exit 1; }
 
 python3 - "$work" <<'PY'
 import random, sys
