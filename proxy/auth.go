@@ -326,31 +326,64 @@ func (a *authenticator) authenticate(r *http.Request) (*principal, denial) {
 	if len(h) == 0 {
 		return nil, denial{reason: RejectMissing}
 	}
+	if p := a.known(r); p != nil {
+		return p, denial{}
+	}
 	if len(h) != 1 || len(h[0]) > maxHeader {
 		return a.slow(r, "", [32]byte{})
 	}
-	cm, _ := r.Context().Value(connMemoKey{}).(*connMemo)
-	if cm != nil {
-		if v := cm.last.Load(); v != nil && v.a == a && sameHeader(v.header, h[0]) {
-			v.e.touch()
-			return v.e.v, denial{}
-		}
-	}
-	var buf [maxHeader]byte // on the stack: []byte(h[0]) would allocate a header longer than 32 bytes
-	sum := sha256.Sum256(append(buf[:0], h[0]...))
-	if e := a.verified.entry(sum); e != nil {
-		if cm != nil {
-			cm.remember(a, h[0], e)
-		}
-		return e.v, denial{}
-	}
+	sum := headerSum(h[0])
 	p, d := a.slow(r, h[0], sum)
-	if p != nil && cm != nil {
+	if cm, _ := r.Context().Value(connMemoKey{}).(*connMemo); p != nil && cm != nil {
 		if e := a.verified.entry(sum); e != nil && e.v == p { // verified, and in its canonical spelling
 			cm.remember(a, h[0], e)
 		}
 	}
 	return p, d
+}
+
+// known is r's caller when a memo already holds r's Authorization header
+// as verified by a: its connection's (connMemo), else the verified memo
+// (which the connection's memo then remembers). Else nil, and nothing
+// else is done: no bcrypt, no failure counted, so the front memo
+// (Server.serveFront) may ask before the full path authenticates r.
+func (a *authenticator) known(r *http.Request) *principal {
+	h := r.Header["Authorization"]
+	if len(h) != 1 || len(h[0]) > maxHeader {
+		return nil
+	}
+	cm, _ := r.Context().Value(connMemoKey{}).(*connMemo)
+	if p := a.connKnown(cm, h[0]); p != nil {
+		return p
+	}
+	e := a.verified.entry(headerSum(h[0]))
+	if e == nil {
+		return nil
+	}
+	if cm != nil {
+		cm.remember(a, h[0], e)
+	}
+	return e.v
+}
+
+// headerSum is the verified memo's key of an Authorization header of at
+// most maxHeader bytes.
+func headerSum(h string) [32]byte {
+	var buf [maxHeader]byte // on the stack: []byte(h) would allocate a header longer than 32 bytes
+	return sha256.Sum256(append(buf[:0], h...))
+}
+
+// connKnown is the caller whose header cm holds when it is header,
+// verified by a; else nil.
+func (a *authenticator) connKnown(cm *connMemo, header string) *principal {
+	if cm == nil {
+		return nil
+	}
+	if v := cm.last.Load(); v != nil && v.a == a && sameHeader(v.header, header) {
+		v.e.touch()
+		return v.e.v
+	}
+	return nil
 }
 
 // connMemo is a connection's memo of the Authorization header first

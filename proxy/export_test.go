@@ -18,5 +18,14 @@ func CountFrontHits(t interface{ Cleanup(func()) }) *atomic.Int64 {
 	return n
 }
 
+// CountFrontFirst counts the answers from the front memo given before
+// the routing (Server.serveFront), until t ends.
+func CountFrontFirst(t interface{ Cleanup(func()) }) *atomic.Int64 {
+	n := new(atomic.Int64)
+	frontFirstHook = func() { n.Add(1) }
+	t.Cleanup(func() { frontFirstHook = nil })
+	return n
+}
+
 // FrontLen is how many entries s's front memo holds.
 func FrontLen(s *Server) int { return s.front.len() }

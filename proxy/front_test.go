@@ -1,11 +1,15 @@
 package proxy_test
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"listingproxy/cache"
 	"listingproxy/proxy"
@@ -189,5 +193,62 @@ func TestFrontAfterPurgeExpiryAndReload(t *testing.T) {
 	}
 	if n := fronts.Load(); n != 0 {
 		t.Errorf("%d answers from the front memo after the reload, want none", n)
+	}
+}
+
+// TestFrontBeforeRouting: a repeated hit answered from the front memo
+// (before the routing) names its route and its caller as the full path's
+// hit did: the same request pattern (the metrics' route label), the same
+// RequestInfo, status, headers and body. Through a connection's memo of
+// its credentials (ConnContext) and without one.
+func TestFrontBeforeRouting(t *testing.T) {
+	fronts := proxy.CountFrontFirst(t)
+	var seen []proxy.RequestInfo
+	c := newCache(t)
+	s := newServer(t, newFake(), proxy.Options{Cache: c, Observe: func(_ http.ResponseWriter, i proxy.RequestInfo) {
+		seen = append(seen, i)
+	}})
+	type answer struct {
+		Pattern string
+		Info    proxy.RequestInfo
+		Code    int
+		Header  http.Header
+		Body    string
+	}
+	do := func(ctx context.Context, user, target string) answer {
+		r := httptest.NewRequest("GET", target, nil).WithContext(ctx)
+		r.Header.Set("Authorization", basic(user))
+		w := httptest.NewRecorder()
+		seen = seen[:0]
+		s.ServeHTTP(w, r)
+		if len(seen) != 1 {
+			t.Fatalf("%s %s: %d observations", user, target, len(seen))
+		}
+		return answer{r.Pattern, seen[0], w.Code, w.Header(), w.Body.String()}
+	}
+	for _, conn := range []bool{false, true} {
+		for _, target := range []string{"/au/properties.xml?detail=full&unknown=1", "/au/agents.json", "/au/properties/1.xml", "/au/agents/5.json"} {
+			for _, user := range []string{"harbour", "harbour-noprice"} {
+				ctx := context.Background()
+				if conn {
+					ctx = proxy.ConnContext(ctx, nil)
+				}
+				do(ctx, user, target) // fill
+				c.Wait()
+				before := fronts.Load()
+				full := do(ctx, user, target)  // a hit of the full path: makes the front entry
+				front := do(ctx, user, target) // the front's
+				if got := fronts.Load() - before; got != 1 {
+					t.Fatalf("%s %s (connection memo %v): %d answers before the routing of 2 repeats, want the second", user, target, conn, got)
+				}
+				if full.Pattern == "" || full.Info.Cache != "hit" {
+					t.Fatalf("%s %s: the second request was no hit of a route (pattern %q, %+v)", user, target, full.Pattern, full.Info)
+				}
+				if diff := cmp.Diff(full, front); diff != "" {
+					t.Errorf("%s %s (connection memo %v): front answer differs from the full path's (-full +front):\n%s", user, target, conn, diff)
+				}
+			}
+		}
+		c.PurgeAll(cache.Hard)
 	}
 }

@@ -383,6 +383,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.badRequestLine(w, r)
 		return
 	}
+	if s.front != nil && s.serveFront(w, r) {
+		return
+	}
 	if h, ok := s.route(r); ok {
 		h.ServeHTTP(w, r)
 		return

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -412,5 +414,76 @@ func TestFeeds(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, m.Feeds()); diff != "" {
 		t.Errorf("Feeds() (-want +got):\n%s", diff)
+	}
+}
+
+// TestMiddlewareSeriesPerMetrics: requests that alternate between two
+// Middlewares with their own Metrics, two routes and two tenants (one
+// after the other, so that the same pooled writer serves them all and its
+// memo of the last series is tried each time) are each counted once, in
+// their own Metrics, route and tenant.
+func TestMiddlewareSeriesPerMetrics(t *testing.T) {
+	type side struct {
+		reg *prometheus.Registry
+		m   *telemetry.Metrics
+		h   http.Handler
+	}
+	var note telemetry.Annotation
+	sides := make([]side, 2)
+	for i := range sides {
+		sides[i].reg = prometheus.NewRegistry()
+		m, err := telemetry.NewMetrics(sides[i].reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mux := http.NewServeMux()
+		ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { telemetry.Annotate(w, note) })
+		mux.Handle("GET /{country}/properties.xml", ok)
+		mux.Handle("GET /{country}/agents.xml", ok)
+		sides[i].m, sides[i].h = m, telemetry.Middleware(telemetry.AccessOptions{Metrics: m})(mux)
+	}
+	// side, route, tenant of each request, in order.
+	reqs := []struct {
+		side         int
+		path, tenant string
+	}{
+		{0, "/au/properties.xml", "harbour"}, {0, "/au/properties.xml", "harbour"}, {1, "/au/properties.xml", "harbour"},
+		{0, "/au/agents.xml", "harbour"}, {0, "/au/agents.xml", "summit"}, {1, "/au/agents.xml", "summit"},
+		{0, "/au/properties.xml", "summit"}, {1, "/au/properties.xml", "harbour"}, {1, "/au/properties.xml", "summit"},
+		{1, "/au/agents.xml", "summit"}, {1, "/au/properties.xml", "summit"}, {1, "/au/agents.xml", "harbour"},
+	}
+	type count struct {
+		side          int
+		route, tenant string
+	}
+	want := map[count]int{}
+	tenants := map[[2]string]uint64{}
+	for _, q := range reqs {
+		note = telemetry.Annotation{Tenant: q.tenant, Backend: "demo", Cache: "hit"}
+		sides[q.side].h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", q.path, nil))
+		want[count{q.side, strings.TrimPrefix(q.path, "/au"), q.tenant}]++
+		tenants[[2]string{strconv.Itoa(q.side), q.tenant}]++
+	}
+	for i, s := range sides {
+		text := scrape(t, s.reg)
+		for _, route := range []string{"/properties.xml", "/agents.xml"} {
+			n := 0
+			for _, tenant := range []string{"harbour", "summit"} {
+				n += want[count{i, route, tenant}]
+			}
+			line := fmt.Sprintf(`listingproxy_http_requests_total{method="GET",route="/{country}%s",status="200"} %d`, route, n)
+			if !strings.Contains(text, line+"\n") {
+				t.Errorf("side %d lacks %s", i, line)
+			}
+		}
+		got := map[string]uint64{}
+		for _, st := range s.m.Tenants() {
+			got[st.Tenant] = st.Requests
+		}
+		for _, tenant := range []string{"harbour", "summit"} {
+			if w := tenants[[2]string{strconv.Itoa(i), tenant}]; got[tenant] != w {
+				t.Errorf("side %d, tenant %s: %d requests, want %d", i, tenant, got[tenant], w)
+			}
+		}
 	}
 }

@@ -123,12 +123,16 @@ func Middleware(o AccessOptions) func(http.Handler) http.Handler {
 			note := &rec.note
 			if m != nil {
 				bucket := latencyBucket(elapsed)
-				m.requests.observe(r.Pattern, r.Method, rec.status, int64(elapsed), bucket)
+				ms := &rec.series
+				if ms.m != m {
+					*ms = seriesMemo{m: m}
+				}
+				ms.route(r.Pattern).observe(r.Method, rec.status, int64(elapsed), bucket)
 				if note.AuthFailed {
 					m.AuthFailures.Inc()
 				}
 				if note.Tenant != "" || note.AuthFailed || note.Refused {
-					m.tenants.count(note.Tenant, note.Backend, note.Cache, rec.status, note.Invalid, bucket, int64((start+elapsed)/time.Minute))
+					ms.tenant(note.Tenant, note.Backend).count(note.Cache, rec.status, note.Invalid, bucket, int64((start+elapsed)/time.Minute))
 				}
 			}
 			if o.Tracing || (note.Err != nil && o.Errors != nil) || (o.Logger != nil && o.Logger.Enabled(r.Context(), slog.LevelInfo)) {
@@ -354,11 +358,12 @@ type recorder struct {
 	status int
 	bytes  int64
 	note   Annotation
-	ids    *idBatch // fresh request ids, kept across requests
+	ids    *idBatch   // fresh request ids, kept across requests
+	series seriesMemo // kept across requests
 }
 
-// reset clears w for its next request, keeping its ids.
-func (w *recorder) reset() { *w = recorder{ids: w.ids} }
+// reset clears w for its next request, keeping its ids and series.
+func (w *recorder) reset() { *w = recorder{ids: w.ids, series: w.series} }
 
 func (w *recorder) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {

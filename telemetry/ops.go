@@ -272,13 +272,20 @@ func (t *tenantTraffic) counters(tenant, backend string) *tenantCounters {
 // all is every tenant's counters, in no order.
 func (t *tenantTraffic) all() []*tenantCounters { return t.m.values() }
 
-// count counts a request of tenant answered at minute (since epoch), its
-// duration in latency bucket b (latencyBucket).
+// count counts a request of tenant ("": refused before authentication)
+// answered at minute (since epoch), its duration in latency bucket b
+// (latencyBucket).
 func (t *tenantTraffic) count(tenant, backend, outcome string, status int, invalid bool, b int, minute int64) {
 	c := &t.anonymous
 	if tenant != "" {
 		c = t.counters(tenant, backend)
 	}
+	c.count(outcome, status, invalid, b, minute)
+}
+
+// count counts a request of c's tenant answered at minute (since epoch),
+// its duration in latency bucket b.
+func (c *tenantCounters) count(outcome string, status int, invalid bool, b int, minute int64) {
 	i := len(outcomeNames) - 1
 	for j, name := range outcomeNames[:i] {
 		if name == outcome {

@@ -89,14 +89,60 @@ var latencyNanos = func() (ns [len(latencyBounds)]time.Duration) {
 	return ns
 }()
 
-// observe counts a request that r's pattern matched (pattern "":
-// unmatched), answered with status after nanos, whose duration falls in
-// bucket.
-func (rm *requestMetrics) observe(pattern, method string, status int, nanos int64, bucket int) {
+// series is the series of the requests that pattern matched (pattern "":
+// unmatched).
+func (rm *requestMetrics) series(pattern string) *routeSeries {
 	rs := rm.routes.get(pattern)
 	if rs == nil {
 		rs = rm.routes.add(pattern, func() *routeSeries { return &routeSeries{route: routeOf(pattern)} })
 	}
+	return rs
+}
+
+// observe counts a request that pattern matched (pattern "": unmatched),
+// answered with status after nanos, whose duration falls in bucket.
+func (rm *requestMetrics) observe(pattern, method string, status int, nanos int64, bucket int) {
+	rm.series(pattern).observe(method, status, nanos, bucket)
+}
+
+// seriesMemo is a recorder's memo of the route series and the tenant
+// counters its last request counted in, and of which Metrics: the next
+// request a recorder serves (recorders are pooled per processor, so
+// mostly one of the same client) finds them by comparing the strings
+// (one of them the same ServeMux pattern each time) instead of hashing
+// them into the two maps. A series or counters, once made, stay for the
+// process's life, so a memo is never stale.
+type seriesMemo struct {
+	m        *Metrics
+	pattern  string
+	rs       *routeSeries
+	tenantID string
+	tc       *tenantCounters
+}
+
+// route is m's series of pattern.
+func (c *seriesMemo) route(pattern string) *routeSeries {
+	if c.rs == nil || c.pattern != pattern {
+		c.pattern, c.rs = pattern, c.m.requests.series(pattern)
+	}
+	return c.rs
+}
+
+// tenant is m's counters of tenant ("": the anonymous ones), made with
+// backend the first time.
+func (c *seriesMemo) tenant(tenant, backend string) *tenantCounters {
+	if tenant == "" {
+		return &c.m.tenants.anonymous
+	}
+	if c.tc == nil || c.tenantID != tenant {
+		c.tenantID, c.tc = tenant, c.m.tenants.counters(tenant, backend)
+	}
+	return c.tc
+}
+
+// observe counts a request of rs's by method, answered with status after
+// nanos, whose duration falls in bucket.
+func (rs *routeSeries) observe(method string, status int, nanos int64, bucket int) {
 	slot := &rs.methods[methodIndex(method)]
 	ms := slot.Load()
 	if ms == nil {
