@@ -81,10 +81,10 @@ var frontHitHook, frontFirstHook func()
 // raw target, so the route that made the entry is the route of r: its
 // pattern, kept in the entry, names r in the metrics and the access log.
 //
-// Why before the routing: a repeated hit then skips the path's checks,
-// the route's lookup and the API handler's set-up (~150 ns in a loop, of
-// the ~1.1 µs listingproxy did per hit beyond bench/cmd/bareproxy;
-// bench/NOTES.md, "session 24").
+// Why before the routing: a repeated hit then skips the route's lookup
+// and the API handler's set-up (~150 ns in a loop, of the ~1.1 µs
+// listingproxy did per hit beyond bench/cmd/bareproxy; bench/NOTES.md,
+// "session 24"). ServeHTTP's checks of the request line still come first.
 func (s *Server) serveFront(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead || s.tracer != nil {
 		return false
