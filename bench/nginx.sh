@@ -7,6 +7,8 @@
 #   MODE=miss bash bench/nginx.sh          # CPU per miss by shape (listingproxy only)
 #   LP_STEADY=0 bash bench/nginx.sh        # skip the hits that take listingproxy past its first collection
 #   PROCS=1 bash bench/nginx.sh            # one listingproxy and one bareproxy process instead of four
+#   SLICES=1 bash bench/nginx.sh           # listingproxy and bareproxy in one block of DURATION each a round
+#   ROUNDS_OUT=/tmp/r bash bench/nginx.sh  # also keep each round's figures (/tmp/r.CASE, / in CASE as _)
 #
 # Setup. listingproxy runs on the demo (SQLite) with authentication on and the
 # access log off. nginx (proxy_cache) and Varnish run in front of it as their
@@ -38,7 +40,17 @@
 # lp: each server in each place once in four rounds, and listingproxy and
 # bare always back to back, so that lp/bare, the ratio the hit target is
 # set on, compares two runs a few seconds apart rather than up to three
-# slots apart. ORDER=rotate starts round r r-1 places later in the order lp,
+# slots apart. In their place the two alternate in SLICES runs of wrk each
+# (default 3, DURATION/SLICES long: lp bare lp bare lp bare, or bare first
+# in the rounds where bare comes first), and a server's figures in the
+# round are the sums over its slices. A shared VM's speed drifts over
+# seconds (in 1 s runs alternating between two identical bareproxy
+# processes, a run's req/s correlated 0.77 with the next one's), so slices
+# a second apart see nearly the same machine where two 3 s blocks do not:
+# in that control the per-round ratio's standard deviation was 0.038 with
+# three alternating 1 s slices a server and 0.082 with one 3 s block
+# (bench/NOTES.md, "session 25"). With ORDER=rotate or fixed, the pair is
+# measured at the place of whichever of the two comes first. ORDER=rotate starts round r r-1 places later in the order lp,
 # nginx, Varnish, bare; ORDER=fixed keeps that order in every round. A
 # median of an even number of rounds is the mean of the middle two; the
 # lp/bare column is followed by the lower and upper quartiles of its
@@ -72,6 +84,13 @@ MODE=${MODE:-hit}
 CASES=${CASES:-}
 PROCS=${PROCS:-4}
 [[ $PROCS =~ ^[1-9][0-9]*$ ]] || { echo "PROCS must be a positive whole number, not '$PROCS'" >&2; exit 2; }
+SLICES=${SLICES:-3}
+[[ $SLICES =~ ^[1-9][0-9]*$ ]] || { echo "SLICES must be a positive whole number, not '$SLICES'" >&2; exit 2; }
+if [ "$MODE" = hit ] && { ! [[ $DURATION =~ ^([1-9][0-9]*)s$ ]] || (( ${BASH_REMATCH[1]} % SLICES != 0 )); }; then
+  echo "DURATION must be whole seconds (e.g. 3s) that SLICES=$SLICES divides, not '$DURATION'" >&2; exit 2
+fi
+SLICE=$(( ${DURATION%s} / SLICES ))s  # hit mode only
+ROUNDS_OUT=${ROUNDS_OUT:-}
 ORDER=${ORDER:-pairs}  # pairs: lp and bare back to back (see above); rotate: round r starts r-1 places later; fixed: lp, nginx, Varnish, bare
 
 need() { command -v "$1" >/dev/null || { echo "installing $2 (apt-get)"; (apt-get update -qq && apt-get install -y -qq "$2") >/dev/null; }; }
@@ -166,18 +185,27 @@ quartiles() { # "q1-q3" of the values on stdin (the medians of the lower and upp
 }
 HZ=$(getconf CLK_TCK)
 
-# measure URLBASE PATHSFILE CONNS ENCODING PIDS... -> "req/s cpu_us"
-measure() {
-  local base=$1 paths=$2 conns=$3 enc=$4; shift 4
+# run LENGTH URLBASE PATHSFILE CONNS ENCODING PIDS... -> "requests seconds ticks":
+# one run of wrk for LENGTH: the requests it completed, the seconds they
+# took by wrk's clock, and the CPU ticks of the PIDS meanwhile
+run() {
+  local length=$1 base=$2 paths=$3 conns=$4 enc=$5; shift 5
   local hdr=(-H "$AUTH"); [ "$enc" = gzip ] && hdr+=(-H "$GZIP")
   local t0 t1 out n rps
   t0=$(cpu_ticks "$@")
-  out=$("${WRK_CPU[@]}" wrk -t"$THREADS" -c"$conns" -d"$DURATION" "${hdr[@]}" -s bench/paths.lua "$base" -- "$paths" 2>&1)
+  out=$("${WRK_CPU[@]}" wrk -t"$THREADS" -c"$conns" -d"$length" "${hdr[@]}" -s bench/paths.lua "$base" -- "$paths" 2>&1)
   t1=$(cpu_ticks "$@")
   n=$(awk '/requests in/ {print $1}' <<<"$out"); rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
-  if [ -z "$n" ] || grep -q 'Non-2xx' <<<"$out"; then echo "wrk failed or got non-2xx answers from $base:" >&2; echo "$out" >&2; exit 1; fi
-  awk -v a="$t0" -v b="$t1" -v n="$n" -v hz="$HZ" -v r="$rps" 'BEGIN {printf "%s %.1f\n", r, (b-a)/hz*1e6/n}'
+  if [ -z "$n" ] || [ -z "$rps" ] || grep -q 'Non-2xx' <<<"$out"; then echo "wrk failed or got non-2xx answers from $base:" >&2; echo "$out" >&2; exit 1; fi
+  awk -v n="$n" -v r="$rps" -v t="$((t1 - t0))" 'BEGIN {printf "%s %.6f %s\n", n, n / r, t}'
 }
+
+# per "requests seconds ticks"... -> "req/s cpu_us": the sums' requests a
+# second and CPU µs a request
+per() { awk -v hz="$HZ" '{for (i = 1; i <= NF; i += 3) {n += $i; s += $(i+1); t += $(i+2)}} END {printf "%.2f %.1f\n", n / s, t / hz * 1e6 / n}' <<<"$*"; }
+
+# measure URLBASE PATHSFILE CONNS ENCODING PIDS... -> "req/s cpu_us" of one run of DURATION
+measure() { per "$(run "$DURATION" "$@")"; }
 
 if [ "$MODE" = miss ]; then
   printf '\n%-8s %10s %12s   (listingproxy, distinct uncached URLs, %s rounds of %s, 8 connections)\n' shape req/s "cpu µs/miss" "$ROUNDS" "$DURATION"
@@ -289,7 +317,7 @@ for n in $(seq 1 "$PROCS"); do
 done
 
 printf '\n%-28s %9s %9s %9s %9s  %7s %7s %7s %7s  %6s %6s %6s %6s  %-9s   (median of %s rounds of %s, order %s)\n' \
-  case lp-req/s nginx varnish bare lp-µs ng-µs va-µs ba-µs lp/ng lp/va lp/ba ba/ng "lp/ba q1-q3" "$ROUNDS" "$DURATION" "$ORDER, $PROCS lp and bare processes"
+  case lp-req/s nginx varnish bare lp-µs ng-µs va-µs ba-µs lp/ng lp/va lp/ba ba/ng "lp/ba q1-q3" "$ROUNDS" "$DURATION" "$ORDER, lp and bare in $SLICES slices, $PROCS processes each"
 for body in 2KB 45KB; do
   for enc in identity gzip; do
     for conns in 64 256; do
@@ -311,6 +339,7 @@ for body in 2KB 45KB; do
           curl -fsS -o /dev/null -D - "${warmhdr[@]}" "http://127.0.0.1:$port$p1" | grep -qi '^X-Cache-Status: HIT' || { echo "$name: bare on $port did not hit"; exit 1; }
         done
         for f in lp ng va ba r_ng r_va r_ba r_bang; do : >"$work/$f.rps"; : >"$work/$f.cpu"; done
+        : >"$work/rounds"   # a line a round: req/s and CPU µs a request of lp, nginx, Varnish, bare
         for r in $(seq 1 "$ROUNDS"); do
           seq=(lp ng va ba) n=$(( (r - 1) % PROCS ))
           case $ORDER in
@@ -322,14 +351,24 @@ for body in 2KB 45KB; do
             fixed) ;;
             *) echo "ORDER must be pairs, rotate or fixed, not $ORDER" >&2; exit 2 ;;
           esac
+          paired=0
           for s in "${seq[@]}"; do
             case $s in
-              lp) read -r a ac < <(measure "http://127.0.0.1:${LPS[n]}" "$paths" "$conns" "$enc" "${LP_PIDS[n]}") ;;
+              lp|ba) # lp and bare in alternate slices, the first of them first (see Measurement at the top)
+                [ "$paired" = 1 ] && continue
+                paired=1 lps="" bas=""
+                for _ in $(seq 1 "$SLICES"); do
+                  for t in "$s" "$([ "$s" = lp ] && echo ba || echo lp)"; do
+                    if [ "$t" = lp ]; then lps+=" $(run "$SLICE" "http://127.0.0.1:${LPS[n]}" "$paths" "$conns" "$enc" "${LP_PIDS[n]}")"
+                    else bas+=" $(run "$SLICE" "http://127.0.0.1:${BAS[n]}" "$paths" "$conns" "$enc" "${BA_PIDS[n]}")"; fi
+                  done
+                done
+                read -r a ac < <(per "$lps"); read -r d dc < <(per "$bas") ;;
               ng) read -r b bc < <(measure "http://127.0.0.1:$NG" "$paths" "$conns" "$enc" "${NG_PIDS[@]}") ;;
               va) read -r c cc < <(measure "http://127.0.0.1:$VA" "$paths" "$conns" "$enc" $(va_pids)) ;;
-              ba) read -r d dc < <(measure "http://127.0.0.1:${BAS[n]}" "$paths" "$conns" "$enc" "${BA_PIDS[n]}") ;;
             esac
           done
+          echo "$a $ac $b $bc $c $cc $d $dc" >>"$work/rounds"
           echo "$a" >>"$work/lp.rps"; echo "$ac" >>"$work/lp.cpu"
           echo "$b" >>"$work/ng.rps"; echo "$bc" >>"$work/ng.cpu"
           echo "$c" >>"$work/va.rps"; echo "$cc" >>"$work/va.cpu"
@@ -339,6 +378,7 @@ for body in 2KB 45KB; do
           awk -v a="$a" -v d="$d" 'BEGIN {print a/d}' >>"$work/r_ba.rps"
           awk -v d="$d" -v b="$b" 'BEGIN {print d/b}' >>"$work/r_bang.rps"
         done
+        if [ -n "$ROUNDS_OUT" ]; then cp "$work/rounds" "$ROUNDS_OUT.${name//\//_}"; fi
         printf '%-28s %9.0f %9.0f %9.0f %9.0f  %7.1f %7.1f %7.1f %7.1f  %6.2f %6.2f %6.2f %6.2f  %s\n' "$name" \
           "$(median <"$work/lp.rps")" "$(median <"$work/ng.rps")" "$(median <"$work/va.rps")" "$(median <"$work/ba.rps")" \
           "$(median <"$work/lp.cpu")" "$(median <"$work/ng.cpu")" "$(median <"$work/va.cpu")" "$(median <"$work/ba.cpu")" \
