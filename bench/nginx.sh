@@ -44,12 +44,14 @@
 # (default 3, DURATION/SLICES long: lp bare lp bare lp bare, or bare first
 # in the rounds where bare comes first), and a server's figures in the
 # round are the sums over its slices. A shared VM's speed drifts over
-# seconds (in 1 s runs alternating between two identical bareproxy
-# processes, a run's req/s correlated 0.77 with the next one's), so slices
-# a second apart see nearly the same machine where two 3 s blocks do not:
-# in that control the per-round ratio's standard deviation was 0.038 with
-# three alternating 1 s slices a server and 0.082 with one 3 s block
-# (bench/NOTES.md, "session 25"). With ORDER=rotate or fixed, the pair is
+# seconds, so slices a second apart see nearly the same machine where two
+# 3 s blocks do not: with two identical bareproxy processes
+# (bench/drift.sh, 40 rounds) a 1 s run's req/s correlated 0.91 with the
+# next one's, and the per-round ratio's standard deviation was 0.054 with
+# three alternate 1 s slices each against 0.071 with one 3 s block each
+# (quartiles 0.985-1.017 against 0.977-1.035); with listingproxy beside
+# bare the two methods gave the same median within 0.01 (bench/NOTES.md,
+# "lp and bare in alternate slices"). With ORDER=rotate or fixed, the pair is
 # measured at the place of whichever of the two comes first. ORDER=rotate starts round r r-1 places later in the order lp,
 # nginx, Varnish, bare; ORDER=fixed keeps that order in every round. A
 # median of an even number of rounds is the mean of the middle two; the
