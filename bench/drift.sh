@@ -20,6 +20,10 @@
 #                                                 # server 0 is listingproxy (the origin itself): both
 #                                                 # methods on lp/bare, 10,000 keys drawn as in
 #                                                 # bench/nginx.sh's Zipf cases (KEYS=cycled: in turn)
+#   PERF=10 SERVER0=lp KEYS=zipf CONNS=256 bash bench/drift.sh
+#                                                 # then a CPU profile of each server under the same
+#                                                 # load for 10 s (perf record -e cpu-clock on CPU 0):
+#                                                 # its samples by kind of code, and its top symbols
 #
 # Servers on CPU 0, wrk on CPU 1 (PIN=0: not pinned), as in bench/nginx.sh.
 set -euo pipefail
@@ -29,6 +33,9 @@ SLICES=${SLICES:-3}
 SERVER0=${SERVER0:-bare}
 KEYS=${KEYS:-1key}
 CONNS=${CONNS:-64}
+PERF=${PERF:-0}
+[[ $PERF =~ ^[0-9]+$ ]] || { echo "PERF must be a whole number of seconds, not '$PERF'" >&2; exit 2; }
+[ "$PERF" = 0 ] || command -v perf >/dev/null || { echo "PERF needs perf (Debian: linux-perf)" >&2; exit 2; }
 case $SERVER0 in bare|lp) ;; *) echo "SERVER0 must be bare or lp, not '$SERVER0'" >&2; exit 2 ;; esac
 case $KEYS in 1key|cycled|zipf) ;; *) echo "KEYS must be 1key, cycled or zipf, not '$KEYS'" >&2; exit 2 ;; esac
 [[ $CONNS =~ ^[1-9][0-9]*$ ]] || { echo "CONNS must be a positive whole number, not '$CONNS'" >&2; exit 2; }
@@ -49,7 +56,7 @@ sed -e "s|^listen: \"[0-9.]*:8080\"|listen: \"127.0.0.1:$port\"|" -e 's|admin_li
     -e "s|file:listingproxy-demo.db|file:$work/origin.db|" -e 's|level: info|level: error|' \
     -e 's|^\(  max_bytes:\).*|\1 2GiB|' -e 's|^\(  ttl:\).*|\1 2h|' config.yaml >"$work/origin.yaml"
 "${SERVER_CPU[@]}" "$work/listingproxy" -config "$work/origin.yaml" >"$work/origin.log" 2>&1 &
-pids+=($!)
+pids+=($!) origin_pid=$!
 wait_port "$port"
 # The paths, drawn as bench/nginx.sh draws its 2 KB cases'.
 python3 - "$work/paths" "$KEYS" <<'PY'
@@ -63,17 +70,17 @@ paths = {"1key": many[:1], "cycled": many,
          "zipf": random.Random(11).choices(many, weights=[1 / (k + 1) ** 1.1 for k in range(len(many))], k=200000)}[sys.argv[2]]
 open(sys.argv[1], "w").write("\n".join(paths) + "\n")
 PY
-ports=()
+ports=() server_pids=()
 if [ "$SERVER0" = lp ]; then
   "$work/warm" -base "http://127.0.0.1:$port" -paths <(sort -u "$work/paths") -H "$AUTH" >/dev/null
-  ports+=("$port")
+  ports+=("$port") server_pids+=("$origin_pid")
   # past a fresh process's first page faults, as bench/nginx.sh does (LP_STEADY)
   "${WRK_CPU[@]}" wrk -t1 -c64 -d10s -H "$AUTH" -s bench/paths.lua "http://127.0.0.1:$port" -- "$work/paths" >/dev/null
 fi
 for n in $(seq $((${#ports[@]} + 1)) 2); do
   p=$(free_port)
   "${SERVER_CPU[@]}" "$work/bareproxy" -listen "127.0.0.1:$p" -origin "http://127.0.0.1:$port" -auth "${AUTH#Authorization: }" >"$work/bare$n.log" 2>&1 &
-  pids+=($!)
+  pids+=($!) server_pids+=($!)
   wait_port "$p"
   "$work/warm" -base "http://127.0.0.1:$p" -paths <(sort -u "$work/paths") -H "$AUTH" >/dev/null
   ports+=("$p")
@@ -124,3 +131,27 @@ for m, v in ratios.items():
     q = st.quantiles(v, n=4)
     print(f"{m:<8} {st.median(v):>7.3f} {st.pstdev(v):>6.3f} {q[0]:>5.3f}-{q[2]:.3f}")
 PY
+# The profiles (PERF seconds of each server under the rounds' load).
+[ "$PERF" = 0 ] && exit 0
+for i in 0 1; do
+  perf record -q -e cpu-clock -F 2000 -g -C 0 -o "$work/perf.$i" -- sleep "$PERF" >/dev/null 2>&1 &
+  rec=$!
+  "${WRK_CPU[@]}" wrk -t1 -c"$CONNS" -d"${PERF}s" -H "$AUTH" -s bench/paths.lua "http://127.0.0.1:${ports[i]}" -- "$work/paths" >/dev/null
+  wait "$rec" || true
+  echo
+  echo "server $i ($([ "$i" = 0 ] && echo "$SERVER0" || echo bare), pid ${server_pids[i]}): its samples by kind of code, then its top symbols"
+  perf report -i "$work/perf.$i" --pid "${server_pids[i]}" --no-children --sort sym -g none --stdio 2>/dev/null |
+    python3 -c '
+import re, sys
+rows = [(float(m.group(1)), m.group(2), m.group(3).strip()) for m in
+        (re.match(r"\s*([\d.]+)%\s+\[(.)\]\s+(.*)$", l) for l in sys.stdin) if m]
+kinds = {"kernel": lambda k, s: k == "k",
+         "listingproxy (bench/bare is the bare handler)": lambda k, s: "listingproxy/" in s and "onewrite" not in s,
+         "net/http, bufio, textproto": lambda k, s: any(x in s for x in ("net/http", "bufio", "textproto")),
+         "runtime": lambda k, s: s.startswith("runtime") or "internal/runtime" in s}
+for name, f in kinds.items():
+    print("  %6.2f%%  %s" % (sum(p for p, k, s in rows if f(k, s)), name))
+for p, k, s in rows[:25]:
+    print("  %6.2f%%  [%s] %s" % (p, k, s[:110]))
+'
+done
