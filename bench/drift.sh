@@ -20,10 +20,15 @@
 #                                                 # server 0 is listingproxy (the origin itself): both
 #                                                 # methods on lp/bare, 10,000 keys drawn as in
 #                                                 # bench/nginx.sh's Zipf cases (KEYS=cycled: in turn)
-#   PERF=10 SERVER0=lp KEYS=zipf CONNS=256 bash bench/drift.sh
-#                                                 # then a CPU profile of each server under the same
-#                                                 # load for 10 s (perf record -e cpu-clock on CPU 0):
-#                                                 # its samples by kind of code, and its top symbols
+#   SERVER0=lp BASE=main KEYS=zipf CONNS=256 bash bench/drift.sh
+#                                                 # server 1 is listingproxy too, built from the git
+#                                                 # revision BASE: a change's own effect on lp's hits
+#   PERF=20 SERVER0=lp KEYS=zipf CONNS=256 bash bench/drift.sh
+#                                                 # then a CPU profile of both servers under the same
+#                                                 # load, 20 alternate 1 s runs each in one recording
+#                                                 # (perf record -e cpu-clock on CPU 0): each one's
+#                                                 # samples per request by kind of code, and the
+#                                                 # symbols where they differ most
 #
 # Servers on CPU 0, wrk on CPU 1 (PIN=0: not pinned), as in bench/nginx.sh.
 set -euo pipefail
@@ -34,9 +39,14 @@ SERVER0=${SERVER0:-bare}
 KEYS=${KEYS:-1key}
 CONNS=${CONNS:-64}
 PERF=${PERF:-0}
+BASE=${BASE:-}
 [[ $PERF =~ ^[0-9]+$ ]] || { echo "PERF must be a whole number of seconds, not '$PERF'" >&2; exit 2; }
 [ "$PERF" = 0 ] || command -v perf >/dev/null || { echo "PERF needs perf (Debian: linux-perf)" >&2; exit 2; }
 case $SERVER0 in bare|lp) ;; *) echo "SERVER0 must be bare or lp, not '$SERVER0'" >&2; exit 2 ;; esac
+if [ -n "$BASE" ]; then
+  [ "$SERVER0" = lp ] || { echo "BASE needs SERVER0=lp (server 1 is then listingproxy at BASE)" >&2; exit 2; }
+  git rev-parse -q --verify "$BASE^{commit}" >/dev/null || { echo "BASE '$BASE' is not a git revision here" >&2; exit 2; }
+fi
 case $KEYS in 1key|cycled|zipf) ;; *) echo "KEYS must be 1key, cycled or zipf, not '$KEYS'" >&2; exit 2 ;; esac
 [[ $CONNS =~ ^[1-9][0-9]*$ ]] || { echo "CONNS must be a positive whole number, not '$CONNS'" >&2; exit 2; }
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] && [ "$ROUNDS" -ge 4 ] || { echo "ROUNDS must be a whole number of at least 4, not '$ROUNDS'" >&2; exit 2; }
@@ -49,6 +59,11 @@ bench_pin
 go build -o "$work/listingproxy" ./cmd/listingproxy
 go build -o "$work/bareproxy" ./bench/cmd/bareproxy
 go build -o "$work/warm" ./bench/cmd/warm
+if [ -n "$BASE" ]; then
+  mkdir "$work/base"
+  git archive "$BASE" | tar -x -C "$work/base"
+  (cd "$work/base" && go build -o "$work/listingproxy-base" ./cmd/listingproxy)
+fi
 
 AUTH="Authorization: Basic $(printf 'harbour:harbour-demo' | base64)"
 port=$(free_port)
@@ -76,6 +91,16 @@ if [ "$SERVER0" = lp ]; then
   ports+=("$port") server_pids+=("$origin_pid")
   # past a fresh process's first page faults, as bench/nginx.sh does (LP_STEADY)
   "${WRK_CPU[@]}" wrk -t1 -c64 -d10s -H "$AUTH" -s bench/paths.lua "http://127.0.0.1:$port" -- "$work/paths" >/dev/null
+fi
+if [ -n "$BASE" ]; then
+  p=$(free_port)
+  sed -e "s|127.0.0.1:$port\"|127.0.0.1:$p\"|" -e "s|file:$work/origin.db|file:$work/base.db|" "$work/origin.yaml" >"$work/base.yaml"
+  "${SERVER_CPU[@]}" "$work/listingproxy-base" -config "$work/base.yaml" >"$work/base.log" 2>&1 &
+  pids+=($!) server_pids+=($!)
+  wait_port "$p"
+  "$work/warm" -base "http://127.0.0.1:$p" -paths <(sort -u "$work/paths") -H "$AUTH" >/dev/null
+  "${WRK_CPU[@]}" wrk -t1 -c64 -d10s -H "$AUTH" -s bench/paths.lua "http://127.0.0.1:$p" -- "$work/paths" >/dev/null
+  ports+=("$p")
 fi
 for n in $(seq $((${#ports[@]} + 1)) 2); do
   p=$(free_port)
@@ -111,7 +136,7 @@ for r in $(seq 1 "$ROUNDS"); do
     echo "$row" >>"$work/runs"
   done
 done
-python3 - "$work/runs" "$SERVER0 / bare, $KEYS, $CONNS connections" <<'PY'
+python3 - "$work/runs" "$SERVER0 / ${BASE:+lp at }${BASE:-bare}, $KEYS, $CONNS connections" <<'PY'
 import statistics as st, sys
 ratios = {"slices": [], "blocks": []}
 pairs = []  # consecutive 1 s runs within a round (for the autocorrelation)
@@ -131,27 +156,62 @@ for m, v in ratios.items():
     q = st.quantiles(v, n=4)
     print(f"{m:<8} {st.median(v):>7.3f} {st.pstdev(v):>6.3f} {q[0]:>5.3f}-{q[2]:.3f}")
 PY
-# The profiles (PERF seconds of each server under the rounds' load).
+# The profiles: both servers under the rounds' load in PERF alternate 1 s
+# wrk runs each (as the slices), in one recording of CPU 0, so that a
+# drift of the machine's speed weighs on both alike; each server's samples
+# are divided by the requests it answered in its runs.
 [ "$PERF" = 0 ] && exit 0
-for i in 0 1; do
-  perf record -q -e cpu-clock -F 2000 -g -C 0 -o "$work/perf.$i" -- sleep "$PERF" >/dev/null 2>&1 &
-  rec=$!
-  "${WRK_CPU[@]}" wrk -t1 -c"$CONNS" -d"${PERF}s" -H "$AUTH" -s bench/paths.lua "http://127.0.0.1:${ports[i]}" -- "$work/paths" >/dev/null
-  wait "$rec" || true
-  echo
-  echo "server $i ($([ "$i" = 0 ] && echo "$SERVER0" || echo bare), pid ${server_pids[i]}): its samples by kind of code, then its top symbols"
-  perf report -i "$work/perf.$i" --pid "${server_pids[i]}" --no-children --sort sym -g none --stdio 2>/dev/null |
-    python3 -c '
+perf record -q -e cpu-clock -F 2000 -g -C 0 -o "$work/perf.data" -- sleep $((2 * PERF + 5)) >/dev/null 2>&1 &
+rec=$!
+sleep 1
+: >"$work/perf.reqs"
+for _ in $(seq 1 "$PERF"); do
+  for i in 0 1; do
+    out=$("${WRK_CPU[@]}" wrk -t1 -c"$CONNS" -d1s -H "$AUTH" -s bench/paths.lua "http://127.0.0.1:${ports[i]}" -- "$work/paths")
+    echo "$i $(awk '/requests in/ {print $1}' <<<"$out")" >>"$work/perf.reqs"
+  done
+done
+wait "$rec" || true
+# Each server's threads: perf report's filters (--pid, --comm) apply after
+# it has merged the samples of one symbol across processes (every kernel
+# symbol), so the samples are sorted by thread and symbol and summed here.
+for i in 0 1; do ls "/proc/${server_pids[i]}/task" | sed "s/^/$i /"; done >"$work/perf.tids"
+perf report -i "$work/perf.data" --no-children --sort pid,sym -g none --stdio -n 2>/dev/null >"$work/perf.txt"
+python3 - "$work" "$SERVER0" "${BASE:+lp at }${BASE:-bare}" <<'PY'
 import re, sys
-rows = [(float(m.group(1)), m.group(2), m.group(3).strip()) for m in
-        (re.match(r"\s*([\d.]+)%\s+\[(.)\]\s+(.*)$", l) for l in sys.stdin) if m]
+work, names = sys.argv[1], sys.argv[2:]
+reqs = [0, 0]
+for line in open(f"{work}/perf.reqs"):
+    i, n = line.split()
+    reqs[int(i)] += int(n)
+server = {tid: int(i) for i, tid in (l.split() for l in open(f"{work}/perf.tids"))}
+rows = [{}, {}]  # per server: (kind of line, symbol) -> samples
+for l in open(f"{work}/perf.txt"):
+    m = re.match(r"\s*[\d.]+%\s+(\d+)\s+(\d+):\S*\s+\[(.)\]\s+(.*)$", l)
+    if m and m.group(2) in server:
+        r, k = rows[server[m.group(2)]], (m.group(3), m.group(4).strip())
+        r[k] = r.get(k, 0) + int(m.group(1))
+ns = [{k: v * 5e5 / reqs[i] for k, v in rows[i].items()} for i in (0, 1)]  # a sample is 500 us at 2000 Hz
 kinds = {"kernel": lambda k, s: k == "k",
          "listingproxy (bench/bare is the bare handler)": lambda k, s: "listingproxy/" in s and "onewrite" not in s,
          "net/http, bufio, textproto": lambda k, s: any(x in s for x in ("net/http", "bufio", "textproto")),
          "runtime": lambda k, s: s.startswith("runtime") or "internal/runtime" in s}
+print()
+print(f"CPU 0's samples per request, in ns (server 0: {names[0]}, {reqs[0]} requests; server 1: {names[1]}, {reqs[1]})")
+print(f"  {'':<48} {'server 0':>9} {'server 1':>9} {'0 - 1':>8}")
+tot = [sum(n.values()) for n in ns]
+print(f"  {'all':<48} {tot[0]:>9.0f} {tot[1]:>9.0f} {tot[0] - tot[1]:>+8.0f}")
 for name, f in kinds.items():
-    print("  %6.2f%%  %s" % (sum(p for p, k, s in rows if f(k, s)), name))
-for p, k, s in rows[:25]:
-    print("  %6.2f%%  [%s] %s" % (p, k, s[:110]))
-'
-done
+    v = [sum(x for (k, s), x in n.items() if f(k, s)) for n in ns]
+    print(f"  {name:<48} {v[0]:>9.0f} {v[1]:>9.0f} {v[0] - v[1]:>+8.0f}")
+keys = set(ns[0]) | set(ns[1])
+diff = sorted(keys, key=lambda x: ns[0].get(x, 0) - ns[1].get(x, 0), reverse=True)
+print("the symbols server 0 spends most more on, then most less:")
+for x in diff[:20] + diff[-8:]:
+    a, b = ns[0].get(x, 0), ns[1].get(x, 0)
+    print(f"  {a - b:>+6.0f}  ({a:>5.0f} {b:>5.0f})  [{x[0]}] {x[1][:90]}")
+own = kinds["listingproxy (bench/bare is the bare handler)"]
+for i in (0, 1):
+    top = sorted(((v, s) for (k, s), v in ns[i].items() if own(k, s)), reverse=True)[:12]
+    print(f"server {i}'s own code ({names[i]}), ns a request: " + ", ".join(f"{s.removeprefix('listingproxy/')[:60]} {v:.0f}" for v, s in top))
+PY
