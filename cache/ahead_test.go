@@ -136,3 +136,72 @@ func TestRefreshAheadRacingPurge(t *testing.T) {
 		t.Errorf("after a purge during the refresh: %q %v; want a new fill (v3)", body(e), o)
 	}
 }
+
+// TestRefreshAheadThroughHints: hits through a Hint (the proxy's front
+// memo) count towards an entry's hotness as lookups do, and once it is hot
+// a hit through its Hint at the refresh point is not answered there, so
+// that the caller's Get starts the refresh-ahead; a cold entry's Hint
+// still answers. Hits of both kinds add up, under any RefreshHits.
+func TestRefreshAheadThroughHints(t *testing.T) {
+	clock := newClock()
+	s := newStore(t, Options{Now: clock.Now})
+	l := newLoader(clock)
+	l.result = func(_ context.Context, n int32) (*Entry, error) {
+		return NewEntry([]byte("v"+itoa(int(n))), "text/plain", false, clock.Now()), nil
+	}
+	hot, mixed, cold := key, Key{Tenant: "harbour", Resource: "au/properties/2"}, Key{Tenant: "harbour", Resource: "au/properties/3"}
+	hints := map[Key]Hint{}
+	for _, k := range []Key{hot, mixed, cold} {
+		getVia(t, s, k, aheadPol, l.load) // the fill
+		<-l.started
+	}
+	s.Wait()
+	for _, k := range []Key{hot, mixed, cold} {
+		_, o, _, h, ok := s.FreshHashedHint(k, s.VariantHash(k.Variant), aheadPol) // a lookup: one hit
+		if !ok || o != Hit || h == (Hint{}) {
+			t.Fatalf("%v: FreshHashedHint = %v, %v, Hint %v", k.Resource, o, ok, h != (Hint{}))
+		}
+		hints[k] = h
+	}
+	through := func(k Key, p Policy) bool {
+		t.Helper()
+		_, o, _, ok := s.FreshHint(hints[k], p)
+		if ok && o != Hit {
+			t.Fatalf("%v: FreshHint = %v", k.Resource, o)
+		}
+		return ok
+	}
+	// The second hits: the hot entry's through its Hint, the mixed one's
+	// a lookup.
+	through(hot, aheadPol)
+	if _, o := getVia(t, s, mixed, aheadPol, l.load); o != Hit {
+		t.Fatalf("mixed: %v", o)
+	}
+	// Under a Policy that asks for more hits, the hot entry is counted on.
+	more := aheadPol
+	more.RefreshHits = 4
+	clock.Advance(49 * time.Second) // past 0.8 of the TTL
+	if !through(hot, more) || !through(hot, more) {
+		t.Fatal("the hot entry's Hint did not answer its third and fourth hits under RefreshHits 4")
+	}
+	if l.Calls() != 3 {
+		t.Fatalf("loader calls = %d, want the 3 fills (no refresh while counting)", l.Calls())
+	}
+	for _, k := range []Key{hot, mixed} {
+		if through(k, aheadPol) {
+			t.Errorf("%v: a hot entry's Hint answered at the refresh point; want the caller sent to Get", k.Resource)
+		}
+	}
+	if !through(cold, aheadPol) {
+		t.Error("a cold entry's Hint did not answer at the refresh point")
+	}
+	if e, o := getVia(t, s, hot, aheadPol, l.load); o != Hit || body(e) != "v1" {
+		t.Fatalf("Get at the refresh point: %q %v; want the stored body as a hit", body(e), o)
+	}
+	if n := <-l.started; n != 4 {
+		t.Fatalf("refresh call number %d, want 4", n)
+	}
+	if l.Calls() != 4 {
+		t.Errorf("loader calls = %d, want 4 (one refresh-ahead)", l.Calls())
+	}
+}

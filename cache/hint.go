@@ -25,9 +25,24 @@ type Hint struct {
 	gens *generations
 }
 
-// hintRef is an item's target for Hints: it until the item leaves
-// ristretto, then nil.
-type hintRef struct{ it atomic.Pointer[item] }
+// hintRef is an item's target for Hints: it and its entry e until the
+// item leaves ristretto, then nil, and the entry's StoredAt and Negative
+// (which never change). A hit through a Hint decides freshness from this
+// record alone, and once the item is hot (hits) it reads neither the item
+// (but in its refresh window) nor, before the caller writes its body, the
+// entry: the chain record, item, entry was three cold reads one after
+// the other among many keys, and each of the last two was half of
+// Store.fresh's samples under perf (bench/NOTES.md, "The hit's chain of
+// cold reads").
+type hintRef struct {
+	it       atomic.Pointer[item]
+	e        atomic.Pointer[Entry]
+	storedAt time.Time
+	negative bool
+	// hits is the item's count of hits once a hit through a Hint found
+	// it at a Policy's RefreshHits or more (it.dueAhead), else 0.
+	hits atomic.Uint32
+}
 
 // FreshHashedHint is FreshHashed, and when it answers from an item that
 // ristretto holds, a Hint for FreshHint (else the zero Hint).
@@ -49,14 +64,15 @@ func (s *Store) FreshHint(h Hint, p Policy) (_ *Entry, _ Outcome, now time.Time,
 	if h.ref == nil || p.TTL <= 0 || s.closed.Load() || s.gens.Load() != h.gens {
 		return nil, Miss, now, false
 	}
-	it := h.ref.it.Load()
-	if it == nil {
+	ref := h.ref
+	it, e := ref.it.Load(), ref.e.Load()
+	if it == nil || e == nil {
 		return nil, Miss, now, false
 	}
 	if sampled() {
 		s.c.Get(it.hash) // the admission policy's sample of accesses (see index)
 	}
-	return s.fresh(it, p)
+	return s.fresh(it, ref, e, ref.storedAt, ref.negative, p)
 }
 
 // hintOf returns a Hint for it under generations g, or the zero Hint when
@@ -67,7 +83,8 @@ func (s *Store) FreshHint(h Hint, p Policy) (_ *Entry, _ Outcome, now time.Time,
 func (s *Store) hintOf(it *item, g *generations) Hint {
 	ref := it.hint.Load()
 	if ref == nil {
-		n := &hintRef{}
+		n := &hintRef{storedAt: it.entry.StoredAt, negative: it.entry.Negative}
+		n.e.Store(it.entry)
 		n.it.Store(it)
 		if it.hint.CompareAndSwap(nil, n) {
 			ref = n
@@ -82,8 +99,10 @@ func (s *Store) hintOf(it *item, g *generations) Hint {
 }
 
 // unhint clears it's Hint record: it has left ristretto (resident 2).
+// Clearing the entry as well lets a Hint kept after that hold no body.
 func (it *item) unhint() {
 	if ref := it.hint.Load(); ref != nil {
 		ref.it.Store(nil)
+		ref.e.Store(nil)
 	}
 }

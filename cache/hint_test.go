@@ -105,8 +105,8 @@ func TestHint(t *testing.T) {
 	hs = hints()
 	it := hs[0].ref.it.Load()
 	s.onExit(it) // as ristretto does on eviction
-	if hs[0].ref.it.Load() != nil {
-		t.Error("the Hint record still points to an item ristretto let go of")
+	if hs[0].ref.it.Load() != nil || hs[0].ref.e.Load() != nil {
+		t.Error("the Hint record still points to an item ristretto let go of, or to its entry")
 	}
 	if _, _, _, ok := s.FreshHint(hs[0], p); ok {
 		t.Error("FreshHint after the item left ristretto: ok")

@@ -166,17 +166,31 @@ type item struct {
 	hint atomic.Pointer[hintRef]
 }
 
-// dueAhead reports whether a fresh hit on it at age under p should start
+// dueAhead reports whether a fresh hit on it at age under p, its entry
+// not negative (the callers' switches have ruled that out), should start
 // a refresh-ahead: it is hot (at least p.RefreshHits hits in its life),
 // past p.RefreshAhead of its TTL, and none was decided for it yet. The
 // hit path pays one atomic load once the item is hot.
-func (it *item) dueAhead(p Policy, age time.Duration) bool {
-	if p.RefreshAhead <= 0 || it.entry.Negative {
+//
+// ref is the Hint record the hit came through (nil: a lookup). It keeps
+// the item's count once that is known to be hot enough, so that a hit
+// through a Hint reads the item only before that and within the refresh
+// window: among many keys the item was a cold read of its own on every
+// such hit (bench/NOTES.md, "The hit's chain of cold reads").
+func (it *item) dueAhead(p Policy, age time.Duration, ref *hintRef) bool {
+	if p.RefreshAhead <= 0 {
 		return false
 	}
-	if n := it.hits.Load(); n < uint32(p.refreshHits()) {
-		it.hits.Add(1)
-		return false
+	need := uint32(p.refreshHits())
+	if ref == nil || ref.hits.Load() < need {
+		n := it.hits.Load()
+		if n < need {
+			it.hits.Add(1)
+			return false
+		}
+		if ref != nil {
+			ref.hits.Store(n)
+		}
 	}
 	return age >= p.refreshAt() && !it.ahead.Load()
 }
@@ -333,7 +347,7 @@ func (s *Store) GetSource(ctx context.Context, k Key, p Policy, load Loader) (*E
 				stale = it
 			}
 		case age < p.TTL:
-			if it.dueAhead(p, age) && it.ahead.CompareAndSwap(false, true) {
+			if it.dueAhead(p, age, nil) && it.ahead.CompareAndSwap(false, true) {
 				s.refreshAhead(ctx, h, k, gen, p, load, e)
 			}
 			s.st.outcomes[Hit].Add(1)
@@ -385,25 +399,28 @@ func (s *Store) freshHashed(k Key, vh uint64, p Policy, hint bool) (_ *Entry, _ 
 	if !current {
 		return nil, Miss, now, h, false
 	}
-	e, o, now, ok := s.fresh(it, p)
+	e := it.entry
+	e, o, now, ok := s.fresh(it, nil, e, e.StoredAt, e.Negative, p)
 	if ok && hint {
 		h = s.hintOf(it, g)
 	}
 	return e, o, now, h, ok
 }
 
-// fresh is FreshHashed for the current item it of the key: its entry
-// when fresh under p (counted), else not ok.
-func (s *Store) fresh(it *item, p Policy) (_ *Entry, _ Outcome, now time.Time, ok bool) {
-	e := it.entry
+// fresh is FreshHashed for the current item it of the key, whose entry
+// e was stored at storedAt and is negative or not, reached through the
+// Hint record ref (nil: a lookup): e when fresh under p (counted), else
+// not ok. The caller passes e's fields so that a Hint's record can hold
+// them: the decision then waits on no read of e.
+func (s *Store) fresh(it *item, ref *hintRef, e *Entry, storedAt time.Time, negative bool, p Policy) (_ *Entry, _ Outcome, now time.Time, ok bool) {
 	now = s.now()
-	age := now.Sub(e.StoredAt)
+	age := now.Sub(storedAt)
 	switch {
-	case e.Negative && age < p.NegativeTTL:
+	case negative && age < p.NegativeTTL:
 		s.st.outcomes[Negative].Add(1)
 		return e, Negative, now, true
-	case !e.Negative && age < p.TTL:
-		if it.dueAhead(p, age) {
+	case !negative && age < p.TTL:
+		if it.dueAhead(p, age, ref) {
 			// A refresh-ahead needs the caller's loader: Get starts it.
 			return nil, Miss, now, false
 		}

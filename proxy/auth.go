@@ -379,9 +379,9 @@ func (a *authenticator) connKnown(cm *connMemo, header string) *principal {
 	if cm == nil {
 		return nil
 	}
-	if v := cm.last.Load(); v != nil && v.a == a && sameHeader(v.header, header) {
+	if v := cm.last.Load(); v != nil && v.a == a && v.same(header) {
 		v.e.touch()
-		return v.e.v
+		return v.p
 	}
 	return nil
 }
@@ -394,12 +394,12 @@ func (a *authenticator) connKnown(cm *connMemo, header string) *principal {
 // key (~2,400 of a cache hit's ~60,000 instructions under callgrind,
 // where SHA-NI is hidden; bench/NOTES.md, "hit path against bareproxy").
 //
-// It holds the header as net/http gave it for the request that stored it,
-// for as long as the connection lives: no longer than the connection's
-// read buffer holds the same bytes, and never in a table shared between
-// connections (the verified memo keeps only hashes). It is set once per
-// connection and authenticator (a reload's new authenticator replaces
-// it), never for a header that did not pass, so a connection whose
+// It holds the header (a copy of its bytes, or as net/http gave it for
+// the request that stored it when it is long) for as long as the
+// connection lives, no longer than the connection's read buffer holds the
+// same bytes, and never in a table shared between connections (the
+// verified memo keeps only hashes). It is set once per connection and
+// authenticator (a reload's new authenticator replaces it), never for a header that did not pass, so a connection whose
 // requests alternate credentials (a proxy in front reusing its
 // connections) checks the others as before, with no allocation per
 // request. The comparison takes the same time whatever the bytes, so
@@ -407,12 +407,57 @@ func (a *authenticator) connKnown(cm *connMemo, header string) *principal {
 // held by timing its own.
 type connMemo struct {
 	last atomic.Pointer[connVerified]
+	// first is the connection's first connVerified, held in this object
+	// (the connection's memo is then one read, not two): filled once, by
+	// the remember that claims it (taken), before last points to it.
+	taken atomic.Bool
+	first connVerified
 }
 
+// connVerified is what a connection's memo holds. A repeated request
+// reads it alone on its way to its caller: the header's bytes are held in
+// it when they fit (inline) and the caller is copied from the verified
+// memo's entry (p), whose flag is set beside without the request waiting
+// on it. Among many connections each of those was a cache line of its own
+// read one after the other (bench/NOTES.md, "The hit's chain of cold
+// reads").
 type connVerified struct {
-	a      *authenticator // the authenticator that verified header
-	header string
+	a      *authenticator                    // the authenticator that verified header
+	p      *principal                        // e.v
 	e      *clockEntry[[32]byte, *principal] // its verified memo entry (marked used on each use)
+	n      int                               // the header's length
+	inline [connInline]byte
+	header string // the header when longer than connInline, else ""
+}
+
+// connInline is the longest header a connection's memo holds in its own
+// bytes: a Basic header of up to 90 characters of user name and password.
+const connInline = 128
+
+// set fills v, before it is shared.
+func (v *connVerified) set(a *authenticator, header string, e *clockEntry[[32]byte, *principal]) {
+	v.a, v.p, v.e, v.n = a, e.v, e, len(header)
+	if len(header) <= connInline {
+		copy(v.inline[:], header)
+	} else {
+		v.header = header
+	}
+}
+
+// same reports whether header is v's, in a time that depends on the
+// lengths alone.
+func (v *connVerified) same(header string) bool {
+	if len(header) != v.n {
+		return false
+	}
+	if v.n > connInline {
+		return sameHeader(v.header, header)
+	}
+	var d byte
+	for i := 0; i < len(header); i++ {
+		d |= v.inline[i] ^ header[i]
+	}
+	return d == 0
 }
 
 type connMemoKey struct{}
@@ -431,7 +476,12 @@ func (m *connMemo) remember(a *authenticator, header string, e *clockEntry[[32]b
 	if old != nil && old.a == a {
 		return
 	}
-	m.last.CompareAndSwap(old, &connVerified{a: a, header: header, e: e})
+	v := &m.first
+	if !m.taken.CompareAndSwap(false, true) {
+		v = new(connVerified)
+	}
+	v.set(a, header, e)
+	m.last.CompareAndSwap(old, v)
 }
 
 // sameHeader compares two headers in a time that depends on their lengths

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"listingproxy/proxy"
 )
@@ -118,6 +119,80 @@ func TestConnMemo(t *testing.T) {
 		}
 		if got := conns(); got != 1 {
 			t.Errorf("connections = %d, want 1", got)
+		}
+	})
+	t.Run("headers of every length around the memo's inline bound", func(t *testing.T) {
+		// Pairs of users of one name length, of two tenants, whose
+		// headers differ: their lengths (a Basic header's are 6 + 4k) run
+		// across the bytes a connection's memo holds in itself (128), and
+		// one is far past it.
+		var users []proxy.User
+		var lengths []int
+		for n := 70; n <= 100; n++ {
+			lengths = append(lengths, n)
+		}
+		lengths = append(lengths, 300)
+		name := func(tenant string, n int) string { return tenant + strings.Repeat("x", n-len(tenant)) }
+		for _, n := range lengths {
+			users = append(users,
+				proxy.User{Username: name("harbour", n), PasswordHash: testHash, Tenant: "harbour", Permissions: proxy.PermFull},
+				proxy.User{Username: name("summit", n), PasswordHash: testHash, Tenant: "summit", Permissions: proxy.PermFull})
+		}
+		c := &checks{}
+		fb := newFake()
+		s, err := proxy.New(users, []proxy.Tenant{
+			{Name: "harbour", Backend: fb, BackendName: "fake", Upstream: "harbour"},
+			{Name: "summit", Backend: fb, BackendName: "fake", Upstream: "summit"},
+		}, proxy.Options{Auth: proxy.AuthOptions{Compare: c.compare, RefusalDelay: -1, VerifiedEntries: 1,
+			ChecksPerSecond: -1, AddressFailures: proxy.Limit{PerSecond: 1, Burst: 100}}, Now: func() time.Time { return fixedNow }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		client, url, _ := connServer(t, s)
+		seen := map[int]bool{}
+		fetch := func(c *http.Client, auth string, harbours bool) {
+			t.Helper()
+			code, body := fetchAs(t, c, url+"/au/properties/1.json", auth)
+			if code != 200 {
+				t.Fatalf("header of %d bytes: status %d", len(auth), code)
+			}
+			if found := !strings.Contains(body, `"error"`); found != harbours {
+				t.Errorf("header of %d bytes (harbour's: %v) sees property 1 = %v; only harbour owns it", len(auth), harbours, found)
+			}
+		}
+		wrong := map[int]bool{}
+		for _, n := range lengths {
+			h, su := basicRaw(name("harbour", n)+":"+password), basicRaw(name("summit", n)+":"+password)
+			if len(h) != len(su) || h == su {
+				t.Fatalf("length %d: the two headers must be as long and differ", n)
+			}
+			seen[len(h)] = true
+			// Each on its own connection, in turn: the one-entry
+			// verified memo holds only the last, so each connection's
+			// later requests are answered by its own memo.
+			hc, sc := client(), client()
+			before := c.n.Load()
+			for range 3 {
+				fetch(hc, h, true)
+				fetch(sc, su, false)
+			}
+			if got := c.n.Load() - before; got != 2 {
+				t.Errorf("header of %d bytes: checks = %d, want 2 (one per user, then each connection's memo)", len(h), got)
+			}
+			// The other user's header of the same length on harbour's
+			// connection is that user's, and harbour's after it still
+			// harbour's.
+			fetch(hc, su, false)
+			fetch(hc, h, true)
+			if !wrong[len(h)] && (len(h) == 122 || len(h) == 126 || len(h) == 130 || n == 300) {
+				wrong[len(h)] = true
+				if code, _ := fetchAs(t, hc, url+"/au/properties/1.json", h[:len(h)-2]+"A="); code != http.StatusUnauthorized {
+					t.Errorf("header of %d bytes with a byte changed: status %d, want 401", len(h), code)
+				}
+			}
+		}
+		if !seen[122] || !seen[126] || !seen[130] || len(wrong) != 4 {
+			t.Errorf("header lengths %v do not run across 128", seen)
 		}
 	})
 	t.Run("a reload checks the header again", func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"listingproxy/cache"
 )
@@ -88,14 +89,30 @@ func (s *Server) tierStatus(o cache.Outcome, src cache.Source) []string {
 }
 
 // entryHeaders are the header values of one stored entry, built once when
-// the entry is filled so that a hit allocates none of them. The values sit
-// in the struct and their bytes in one string, so that a hit on an entry
-// that fell out of the CPU caches reads two or three cache lines for its
-// headers rather than one per value (bench/NOTES.md, "Cold entries"). Each header is a one-element slice of vals (see the methods).
+// the entry is filled so that a hit allocates none of them. Each header is
+// a one-element slice of vals (see the methods).
+//
+// The values' bytes sit in the struct too (bytes), and the loaders
+// allocate it with its entry (cache.NewEntryWith): a hit on an entry that
+// fell out of the CPU caches reads its headers from lines of the object it
+// already reads, where the values' bytes in a string of their own were one
+// more cold read, made only after the values were read (net/http's parse
+// of Content-Length held ~0.6% of a 2 KB Zipf hit's samples under perf;
+// bench/NOTES.md, "The hit's chain of cold reads"; earlier, one string per
+// value: "Cold entries"). A string over a field takes unsafe.String:
+// the values are set once, by fill, before h is shared, and never written
+// again, so the strings are as immutable as any; the GC keeps h alive
+// while a string points into it. Values that do not fit (an ETag of
+// unusual length from a second tier) get a string of their own.
 type entryHeaders struct {
-	vals [5]string // Content-Type, ETag, Content-Length, and the gzip form's ETag and Content-Length
-	held bool      // rendered from a shared fetch the cache held (loader)
+	vals  [5]string // Content-Type, ETag, Content-Length, and the gzip form's ETag and Content-Length
+	held  bool      // rendered from a shared fetch the cache held (loader)
+	bytes [entryHeaderBytes]byte
 }
+
+// entryHeaderBytes holds an entry's ETag (34 bytes), its gzip form's (37)
+// and their lengths (up to 10 digits each).
+const entryHeaderBytes = 96
 
 // outcomeHeldFetch is the cache outcome (access log, tenant metrics) of a
 // body rendered from a shared fetch the cache already held, in place of
@@ -114,15 +131,42 @@ type ageHeader struct {
 	value   []string
 }
 
+// ageTable holds the Age values of 0 to 4095 seconds (past the default
+// TTL and stale windows), their digits cut from one string: a hit's value
+// is a one-element slice of it, computed without a read of memory, and
+// net/http's write of it reads the table's element and its digits. Where
+// ages (below) cost a hit a chain of four cold reads among many keys (its
+// slot, the value, the value's slice, its digits; ~0.2% of a 2 KB Zipf
+// hit's samples under perf, bench/NOTES.md, "The hit's chain of cold
+// reads"), this is two: 80 KB, made at start.
+var ageTable = func() *[4096]string {
+	var t [4096]string
+	var digits []byte
+	ends := make([]int, len(t))
+	for i := range t {
+		digits = strconv.AppendInt(digits, int64(i), 10)
+		ends[i] = len(digits)
+	}
+	all, start := string(digits), 0
+	for i := range t {
+		t[i], start = all[start:ends[i]], ends[i]
+	}
+	return &t
+}()
+
 // ages holds the last Age value built for each number of seconds (modulo
-// its size). Every entry of the same age shares one, so a hit allocates
-// nothing for its Age and, among many hot keys, reads a value that other
-// hits keep in the CPU caches rather than one of its entry's own.
+// its size) past ageTable's. Every entry of the same age shares one, so a
+// hit allocates nothing for its Age and, among many hot keys, reads a
+// value that other hits keep in the CPU caches rather than one of its
+// entry's own.
 var ages [1024]atomic.Pointer[ageHeader]
 
 // ageValue returns the Age header value for age.
 func ageValue(age time.Duration) []string {
 	secs := max(int64(age/time.Second), 0)
+	if secs < int64(len(ageTable)) {
+		return ageTable[secs : secs+1 : secs+1]
+	}
 	slot := &ages[secs%int64(len(ages))]
 	if a := slot.Load(); a != nil && a.seconds == secs {
 		return a.value
@@ -144,20 +188,29 @@ func newEntryHeaders(e *cache.Entry) *entryHeaders {
 	return h
 }
 
-// fill sets h's values from e's. The loaders allocate h with e
-// (cache.NewEntryWith), so a hit reads them next to the entry's fields.
+// fill sets h's values from e's, once, before h is shared. The loaders
+// allocate h with e (cache.NewEntryWith), so a hit reads them next to the
+// entry's fields.
 func (h *entryHeaders) fill(e *cache.Entry) {
 	etagGzip, lengthGzip := "", ""
 	if e.Gzip != nil {
 		etagGzip, lengthGzip = gzipETag(e.ETag), strconv.Itoa(len(e.Gzip))
 	}
 	length := strconv.Itoa(len(e.Body))
-	all := e.ETag + length + etagGzip + lengthGzip // one allocation for the values' bytes
 	h.vals[0] = e.ContentType
-	h.vals[1], all = all[:len(e.ETag)], all[len(e.ETag):]
-	h.vals[2], all = all[:len(length)], all[len(length):]
-	h.vals[3], all = all[:len(etagGzip)], all[len(etagGzip):]
-	h.vals[4] = all
+	vals := [...]string{e.ETag, length, etagGzip, lengthGzip}
+	if len(vals[0])+len(vals[1])+len(vals[2])+len(vals[3]) > len(h.bytes) {
+		copy(h.vals[1:], vals[:])
+		return
+	}
+	b := h.bytes[:0]
+	for i, v := range vals {
+		n := len(b)
+		b = append(b, v...) // within h.bytes: no new array
+		if len(v) > 0 {
+			h.vals[1+i] = unsafe.String(&h.bytes[n], len(v))
+		}
+	}
 }
 
 // dateHeader is a Date header value for one whole second.
