@@ -399,10 +399,10 @@ func (a *authenticator) connKnown(cm *connMemo, header string) *principal {
 // connection lives, no longer than the connection's read buffer holds the
 // same bytes, and never in a table shared between connections (the
 // verified memo keeps only hashes). It is set once per connection and
-// authenticator (a reload's new authenticator replaces it), never for a header that did not pass, so a connection whose
-// requests alternate credentials (a proxy in front reusing its
-// connections) checks the others as before, with no allocation per
-// request. The comparison takes the same time whatever the bytes, so
+// authenticator (a reload's new authenticator replaces it), never for a
+// header that did not pass, so a connection whose requests alternate
+// credentials (a proxy in front reusing its connections) checks the
+// others as before, with no allocation per request. The comparison takes the same time whatever the bytes, so
 // another client of such a shared connection learns nothing of the header
 // held by timing its own.
 type connMemo struct {
