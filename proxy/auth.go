@@ -453,11 +453,7 @@ func (v *connVerified) same(header string) bool {
 	if v.n > connInline {
 		return sameHeader(v.header, header)
 	}
-	var d byte
-	for i := 0; i < len(header); i++ {
-		d |= v.inline[i] ^ header[i]
-	}
-	return d == 0
+	return sameHeader(v.inline[:v.n], header)
 }
 
 type connMemoKey struct{}
@@ -486,7 +482,7 @@ func (m *connMemo) remember(a *authenticator, header string, e *clockEntry[[32]b
 
 // sameHeader compares two headers in a time that depends on their lengths
 // alone.
-func sameHeader(x, y string) bool {
+func sameHeader[B string | []byte](x B, y string) bool {
 	if len(x) != len(y) {
 		return false
 	}
