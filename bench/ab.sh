@@ -22,6 +22,7 @@
 # server's environment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh # bench_pin, free_port, wait_port
 [ $# -eq 2 ] || { echo "usage: bash bench/ab.sh REV_A REV_B" >&2; exit 2; }
 DURATION=${DURATION:-3s}
 ROUNDS=${ROUNDS:-9}
@@ -35,17 +36,14 @@ ENV_B=${ENV_B:-}
 if ! command -v wrk >/dev/null; then
   echo "installing wrk (apt-get)"; (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null
 fi
-SERVER_CPU=() WRK_CPU=() THREADS=2
-if [ "${PIN:-1}" = 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
-  SERVER_CPU=(taskset -c 0) WRK_CPU=(taskset -c 1) THREADS=1
-fi
+bench_pin # SERVER_CPU, WRK_CPU
+THREADS=2
+[ ${#WRK_CPU[@]} -eq 0 ] || THREADS=1 # wrk on its own CPU
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 200); do if curl -s -o /dev/null "http://127.0.0.1:$1/"; then return; fi; sleep 0.1; done; echo "port $1 never answered"; exit 1; }
 HDRS=(-H "Authorization: Basic $(printf 'harbour:harbour-demo' | base64)")
 [ -n "$HEADER" ] && HDRS+=(-H "$HEADER")
 if [ -n "$PATHS" ]; then cp "$PATHS" "$work/paths"; else echo "$URL_PATH" >"$work/paths"; fi

@@ -20,6 +20,7 @@
 # in the round's ratio; the reported ratio and p99 are medians over rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh # free_port, wait_port
 DURATION=${DURATION:-5s}
 ROUNDS=${ROUNDS:-5}
 FLOOD_CONNECTIONS=${FLOOD_CONNECTIONS:-32}
@@ -37,8 +38,6 @@ trap cleanup EXIT
 go build -o "$work/listingproxy" ./cmd/listingproxy
 go build -o "$work/authflood" ./bench/cmd/authflood
 
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 100); do if curl -s -o /dev/null "http://127.0.0.1:$1/"; then return; fi; sleep 0.1; done; echo "port $1 never answered"; exit 1; }
 PORT=$(free_port)
 sed -e "s|listen: \"127.0.0.1:8080\"|listen: \"127.0.0.1:$PORT\"|" \
     -e "s|admin_listen: \"127.0.0.1:8081\"|admin_listen: \"off\"|" \

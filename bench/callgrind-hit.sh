@@ -40,10 +40,9 @@ BENCH_TIMEOUT=${BENCH_TIMEOUT:-900}
 for t in valgrind wrk; do command -v $t >/dev/null || { echo "needs $t" >&2; exit 2; }; done
 . bench/lib.sh
 bench_start
+export WAIT_SECONDS=${WAIT_SECONDS:-300} # wait_port: listingproxy takes minutes to start under valgrind
 go build -o "$work/listingproxy" ./cmd/listingproxy
 go build -o "$work/bareproxy" ./bench/cmd/bareproxy
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 600); do if curl -s -o /dev/null "http://127.0.0.1:$1/"; then return; fi; sleep 0.5; done; echo "port $1 never answered" >&2; exit 1; }
 port=$(free_port)
 sed -e "s|^listen: \"[0-9.]*:8080\"|listen: \"127.0.0.1:$port\"|" \
     -e "s|admin_listen: \"127.0.0.1:[0-9]*\"|admin_listen: \"off\"|" \

@@ -9,6 +9,7 @@
 #   bash bench/cpu-per-request.sh        # ROUNDS=3 alternating 4s runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh # free_port, wait_port
 ROUNDS=${ROUNDS:-3}
 command -v wrk >/dev/null || { (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null; }
 PIN=(); WPIN=()
@@ -18,8 +19,6 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT
 go build -o "$work/listingproxy" ./cmd/listingproxy
 go build -o "$work/constserver" ./bench/cmd/constserver
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 100); do if curl -s -o /dev/null "http://127.0.0.1:$1/"; then return; fi; sleep 0.1; done; exit 1; }
 LP=$(free_port); CS=$(free_port)
 sed -e "s|listen: \"127.0.0.1:8080\"|listen: \"127.0.0.1:$LP\"|" -e "s|admin_listen: \"127.0.0.1:8081\"|admin_listen: \"off\"|" \
     -e "s|file:listingproxy-demo.db|file:$work/demo.db|" -e "s|level: info|level: error|" config.yaml > "$work/config.yaml"

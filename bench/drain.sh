@@ -13,6 +13,7 @@
 # a drain, so it can gate a change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh # free_port, wait_port
 DURATION=${DURATION:-8s}
 TERM_AFTER=${TERM_AFTER:-3}
 DRAIN=${DRAIN:-10s}
@@ -28,7 +29,6 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT
 
 go build -o "$work/listingproxy" ./cmd/listingproxy
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 PORT=$(free_port) ADMIN=$(free_port)
 sed -e "s|^listen: \"[0-9.]*:8080\"|listen: \"127.0.0.1:$PORT\"|" \
     -e "s|^admin_listen: \"127.0.0.1:[0-9]*\"|admin_listen: \"127.0.0.1:$ADMIN\"|" \

@@ -50,6 +50,10 @@ command -v redis-server >/dev/null || {
 	echo "fleet: redis-server is not on PATH (Debian: apt-get install redis-server)" >&2
 	exit 1
 }
+command -v python3 >/dev/null || {
+	echo "fleet: python3 is not on PATH (free_port, bench/lib.sh)" >&2
+	exit 1
+}
 
 . bench/lib.sh
 redis_pid=""
@@ -67,19 +71,6 @@ else
 fi
 trap fleet_cleanup EXIT
 export WAIT_SECONDS=${WAIT_SECONDS:-300} # the CRM may be seeding its database
-
-# free_port prints a loopback port nobody listens on now (redis-server has no
-# "port 0"; start_redis retries if another process takes it first).
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 30000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			echo "$p"
-			return
-		fi
-	done
-}
 
 # start_redis [PORT]: starts redis-server on PORT (default: a free one) and
 # sets redis_port and redis_pid once it answers PING.

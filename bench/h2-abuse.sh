@@ -41,7 +41,6 @@ go build -o "$work/h2flood" ./bench/cmd/h2flood
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=127.0.0.1 \
   -addext subjectAltName=IP:127.0.0.1 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 PORT=$(free_port) ADMIN=$(free_port)
 sed -e "s|listen: \"127.0.0.1:8080\"|listen: \"127.0.0.1:$PORT\"|" \
     -e "s|admin_listen: \"127.0.0.1:8081\"|admin_listen: \"127.0.0.1:$ADMIN\"|" \

@@ -24,6 +24,7 @@
 # reference). req/s, p50 and p99 are the medians over the rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh # bench_pin, free_port, wait_port
 DURATION=${DURATION:-3s}
 ROUNDS=${ROUNDS:-15}
 CONNECTIONS=${CONNECTIONS:-32}
@@ -31,10 +32,9 @@ CONNECTIONS=${CONNECTIONS:-32}
 if ! command -v wrk >/dev/null; then
   echo "installing wrk (apt-get)"; (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null
 fi
-SERVER_CPU=() WRK_CPU=() THREADS=2
-if [ "${PIN:-1}" = 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
-  SERVER_CPU=(taskset -c 0) WRK_CPU=(taskset -c 1) THREADS=1
-fi
+bench_pin # SERVER_CPU, WRK_CPU
+THREADS=2
+[ ${#WRK_CPU[@]} -eq 0 ] || THREADS=1 # wrk on its own CPU
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -43,8 +43,6 @@ trap cleanup EXIT
 go build -o "$work/listingproxy" ./cmd/listingproxy
 go build -o "$work/constserver" ./bench/cmd/constserver
 
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 100); do if curl -s -o /dev/null "http://127.0.0.1:$1/"; then return; fi; sleep 0.1; done; echo "port $1 never answered"; exit 1; }
 LP_PORT=$(free_port)
 sed -e "s|listen: \"127.0.0.1:8080\"|listen: \"127.0.0.1:$LP_PORT\"|" \
     -e "s|admin_listen: \"127.0.0.1:8081\"|admin_listen: \"off\"|" \

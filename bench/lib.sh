@@ -61,9 +61,27 @@ bench_pin() {
 	fi
 }
 
-# free_port prints a free loopback TCP port.
+# free_port prints a free loopback TCP port (the kernel's choice for port 0,
+# let go at once: a server started on it right after gets it, unless another
+# process took it meanwhile, which a server's failure to start then shows).
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 
-# wait_port PORT waits up to 30 s for an HTTP answer on 127.0.0.1:PORT,
-# and ends the script when none comes.
-wait_port() { for _ in $(seq 1 300); do if curl -s -o /dev/null "http://127.0.0.1:$1/"; then return; fi; sleep 0.1; done; echo "port $1 never answered" >&2; exit 1; }
+# wait_port PORT [NAME [PID]]: waits until something answers HTTP on
+# 127.0.0.1:PORT, for up to WAIT_SECONDS (default 30), and ends the script
+# (exit 1) when nothing does, at once when process PID (when given) has
+# exited. NAME names the server in the message, which then shows the tail
+# of its logs, $work/NAME.* (when work is set).
+wait_port() {
+	local i why="never answered"
+	for i in $(seq $((${WAIT_SECONDS:-30} * 10))); do
+		curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$1/" && return 0
+		if [ -n "${3:-}" ] && ! kill -0 "$3" 2>/dev/null; then
+			why="exited (PID $3) without answering"
+			break
+		fi
+		sleep 0.1
+	done
+	echo "bench: ${2:-the server} $why on port $1" >&2
+	if [ -n "${2:-}" ] && [ -n "${work:-}" ]; then tail -20 "$work/$2".* >&2 2>/dev/null || true; fi
+	exit 1
+}

@@ -25,6 +25,7 @@
 #   NEW_ENV='GOGC=100' bash bench/memory.sh             # the new build with this environment
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh # free_port, wait_port
 PARTS=${PARTS:-"churn hit"}
 MAX_BYTES=${MAX_BYTES:-"16MiB 64MiB"}
 KEYS=${KEYS:-4000}
@@ -54,8 +55,6 @@ git worktree add --detach "$work/base" "$BASE_REV" >/dev/null 2>&1
 (cd "$work/base" && go build -o "$work/old" ./cmd/listingproxy)
 echo "$(nproc) CPUs, $(go version | cut -d' ' -f3); a shared machine: figures are noisy"
 
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 300); do if curl -s -o /dev/null "http://127.0.0.1:$1/"; then return; fi; sleep 0.1; done; echo "port $1 never answered"; exit 1; }
 AUTH="Authorization: Basic $(printf 'harbour:harbour-demo' | base64)"
 # config_of BIN: the config.yaml of the revision BIN was built from (an
 # older binary refuses keys added after it, such as max_offset).

@@ -98,6 +98,7 @@ ORDER=${ORDER:-pairs}  # pairs: lp and bare back to back (see above); rotate: ro
 need() { command -v "$1" >/dev/null || { echo "installing $2 (apt-get)"; (apt-get update -qq && apt-get install -y -qq "$2") >/dev/null; }; }
 need wrk wrk
 need python3 python3
+. bench/lib.sh # free_port, wait_port
 if [ "$MODE" = hit ]; then need nginx nginx-light; need varnishd varnish; fi
 
 SERVER_CPU=() WRK_CPU=() THREADS=2
@@ -113,11 +114,6 @@ go build -o "$work/listingproxy" ./cmd/listingproxy
 go build -o "$work/warm" ./bench/cmd/warm
 go build -o "$work/bareproxy" ./bench/cmd/bareproxy
 
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-wait_port() { # port name: wait (bounded) until something answers there
-  for _ in $(seq 1 300); do if curl -s -o /dev/null "http://127.0.0.1:$1/"; then return; fi; sleep 0.1; done
-  echo "$2 never answered on port $1; its log:"; tail -20 "$work/$2.log" 2>/dev/null; exit 1
-}
 
 # listingproxy: the demo, a cache large enough for 10,000 45KB bodies, entries
 # that stay fresh for the whole run, errors-only log. In hit mode PROCS

@@ -99,6 +99,7 @@ done
 
 . bench/lib.sh
 bench_start
+export WAIT_SECONDS=${WAIT_SECONDS:-60} # wait_port: the CRM seeds its database first
 chmod 755 "$work" # varnishd reads its VCL as an unprivileged user
 
 echo "building..." >&2
@@ -106,20 +107,9 @@ go build -o "$work/legacy-crm" ./cmd/legacy-crm
 go build -o "$work/listingproxy" ./cmd/listingproxy
 go build -o "$work/zipfload" ./bench/cmd/zipfload
 
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 stop() { # PID: ends one process this script started and waits for it
 	kill "$1" 2>/dev/null || true
 	wait "$1" 2>/dev/null || true
-}
-wait_port() { # PORT NAME PID: until something answers HTTP there
-	for _ in $(seq 1 600); do
-		curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0
-		kill -0 "$3" 2>/dev/null || break
-		sleep 0.1
-	done
-	echo "bench: $2 never answered on port $1" >&2
-	tail -20 "$work/$2".* >&2 2>/dev/null || true
-	exit 1
 }
 
 # The CRM: the demo users (as listingproxy's: passwords harbour-demo and

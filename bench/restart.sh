@@ -14,6 +14,7 @@
 # It exits 1 when any warm answer was wrong.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh # free_port, wait_port
 PG=${PG:-postgres://postgres@127.0.0.1:5432}
 DURATION=${DURATION:-20s}
 DOWN_AT=${DOWN_AT:-4}
@@ -44,7 +45,6 @@ for _ in $(seq 1 100); do grep -q "listening on" "$work/proxy.log" && break; sle
 PROXY=$(awk '/listening on/ {print $3; exit}' "$work/proxy.log")
 user=${PG#*://}; user=${user%@*}
 
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 PORT=$(free_port) ADMIN=$(free_port)
 sed -e "s|^listen: \"[0-9.:]*\"|listen: \"127.0.0.1:$PORT\"|" \
     -e "s|^admin_listen: \"[0-9.:]*\"|admin_listen: \"127.0.0.1:$ADMIN\"|" \

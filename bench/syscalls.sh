@@ -24,7 +24,6 @@ BENCH_TIMEOUT=${BENCH_TIMEOUT:-600}
 bench_start
 
 go build -o "$work/listingproxy" ./cmd/listingproxy
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 sed -e 's|^\(  max_bytes:\).*|\1 512MiB|' -e 's|^\(  ttl:\).*|\1 2h|' -e "s|file:listingproxy-demo.db|file:$work/demo.db|" \
     -e 's|^\(  level:\).*|\1 error|' config.yaml >"$work/config.yaml"
 

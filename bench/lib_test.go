@@ -1,0 +1,152 @@
+// Package bench holds the benchmark scripts (*.sh), their notes
+// (NOTES.md) and, in its subdirectories, the programs they run. Its tests
+// check what the scripts share: that each one parses, and that the helpers
+// of lib.sh are defined there alone and behave as its comments say.
+package bench
+
+import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// needTools skips t when a tool the scripts need is missing.
+func needTools(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not on PATH: the bench scripts need it", tool)
+		}
+	}
+}
+
+func scripts(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("*.sh")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no bench scripts found (%v)", err)
+	}
+	return files
+}
+
+// TestScriptsParse runs bash -n on every script: an edit that breaks one
+// is found here, not in the middle of a 40-minute run.
+func TestScriptsParse(t *testing.T) {
+	needTools(t, "bash")
+	for _, f := range scripts(t) {
+		if out, err := exec.Command("bash", "-n", f).CombinedOutput(); err != nil {
+			t.Errorf("bash -n %s: %v\n%s", f, err, out)
+		}
+	}
+}
+
+// TestHelpersInLibOnly: free_port and wait_port are lib.sh's; a script
+// that defines its own drifts from the others (timeouts, messages), as
+// thirteen of them once did.
+func TestHelpersInLibOnly(t *testing.T) {
+	def := regexp.MustCompile(`(?m)^\s*(free_port|wait_port|bench_pin|bench_start|wait_for)\s*\(\)`)
+	for _, f := range scripts(t) {
+		if f == "lib.sh" {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := def.FindSubmatch(b); m != nil {
+			t.Errorf("%s defines %s, which bench/lib.sh provides: source lib.sh instead", f, m[1])
+		}
+	}
+}
+
+// lib runs script in bash with lib.sh sourced and env added, from the
+// repository's root as the scripts run, and returns its exit code and
+// standard error.
+func lib(t *testing.T, env []string, script string) (int, string) {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", "set -euo pipefail; . bench/lib.sh; "+script)
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if err == nil {
+		return 0, stderr.String()
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), stderr.String()
+	}
+	t.Fatalf("bash: %v", err)
+	return -1, ""
+}
+
+func TestFreePort(t *testing.T) {
+	needTools(t, "bash", "python3")
+	cmd := exec.Command("bash", "-c", ". bench/lib.sh; free_port")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("free_port: %v", err)
+	}
+	port, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil || port <= 0 || port > 65535 {
+		t.Fatalf("free_port printed %q, not a port", out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatalf("the port free_port printed cannot be listened on: %v", err)
+	}
+	_ = ln.Close()
+}
+
+func TestWaitPort(t *testing.T) {
+	needTools(t, "bash", "curl", "python3")
+
+	t.Run("answers", func(t *testing.T) {
+		srv := httptest.NewServer(http.NotFoundHandler()) // any HTTP answer will do
+		defer srv.Close()
+		port := srv.Listener.Addr().(*net.TCPAddr).Port
+		if code, stderr := lib(t, nil, "wait_port "+strconv.Itoa(port)+"; echo after >&2"); code != 0 || !strings.Contains(stderr, "after") {
+			t.Fatalf("wait_port on a server that answers: exit %d, stderr %q", code, stderr)
+		}
+	})
+
+	t.Run("process gone", func(t *testing.T) {
+		// Nothing listens on the port and the process named has exited:
+		// wait_port ends the script at once, naming the server, its PID
+		// and the tail of its log.
+		work := t.TempDir()
+		if err := os.WriteFile(filepath.Join(work, "lp1.log"), []byte("listingproxy: config.yaml:3: unknown key\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, stderr := lib(t, []string{"work=" + work},
+			`port=$(free_port); true & p=$!; wait "$p"; wait_port "$port" lp1 "$p"; echo "not reached" >&2`)
+		if code != 1 {
+			t.Fatalf("exit %d, want 1; stderr:\n%s", code, stderr)
+		}
+		for _, want := range []string{"bench: lp1 exited (PID ", "without answering on port ", "config.yaml:3: unknown key"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("stderr lacks %q:\n%s", want, stderr)
+			}
+		}
+		if strings.Contains(stderr, "not reached") {
+			t.Errorf("the script went on after wait_port failed:\n%s", stderr)
+		}
+	})
+
+	t.Run("never answers", func(t *testing.T) {
+		// No process to watch: wait_port gives up after WAIT_SECONDS (1 here,
+		// ten tries) with the message and exit status the scripts rely on.
+		code, stderr := lib(t, []string{"WAIT_SECONDS=1"}, `port=$(free_port); wait_port "$port"; echo "not reached" >&2`)
+		if code != 1 || !strings.Contains(stderr, "bench: the server never answered on port ") || strings.Contains(stderr, "not reached") {
+			t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+		}
+	})
+}
