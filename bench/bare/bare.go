@@ -126,14 +126,18 @@ func (p *Proxy) fill(r *http.Request) (*entry, error) {
 }
 
 // Server is the http.Server bareproxy serves h with: listingproxy's default
-// limits (config.yaml: header and write timeouts, idle timeout, header
-// size) and one-write connections (internal/onewrite; serve it on an
-// onewrite.Listener).
+// limits (config.yaml and config's defaults: header, read and write
+// timeouts, idle timeout, header size; TestServerLimits holds them equal)
+// and one-write connections (internal/onewrite; serve it on an
+// onewrite.Listener). With a read timeout beside the header's, net/http
+// sets a connection's read deadline twice per request, as it does for
+// listingproxy.
 func Server(h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:           onewrite.Handler(h),
 		ConnContext:       onewrite.ConnContext,
 		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    16 << 10,
