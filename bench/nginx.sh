@@ -98,13 +98,12 @@ ORDER=${ORDER:-pairs}  # pairs: lp and bare back to back (see above); rotate: ro
 need() { command -v "$1" >/dev/null || { echo "installing $2 (apt-get)"; (apt-get update -qq && apt-get install -y -qq "$2") >/dev/null; }; }
 need wrk wrk
 need python3 python3
-. bench/lib.sh # free_port, wait_port
+. bench/lib.sh # bench_pin, free_port, wait_port
 if [ "$MODE" = hit ]; then need nginx nginx-light; need varnishd varnish; fi
 
-SERVER_CPU=() WRK_CPU=() THREADS=2
-if [ "${PIN:-1}" = 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
-  SERVER_CPU=(taskset -c 0) WRK_CPU=(taskset -c 1) THREADS=1
-fi
+bench_pin # SERVER_CPU, WRK_CPU
+THREADS=2
+[ ${#WRK_CPU[@]} -eq 0 ] || THREADS=1 # wrk on its own CPU
 work=$(mktemp -d); chmod 755 "$work"   # varnishd reads its VCL as an unprivileged user
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -113,7 +112,6 @@ trap cleanup EXIT
 go build -o "$work/listingproxy" ./cmd/listingproxy
 go build -o "$work/warm" ./bench/cmd/warm
 go build -o "$work/bareproxy" ./bench/cmd/bareproxy
-
 
 # listingproxy: the demo, a cache large enough for 10,000 45KB bodies, entries
 # that stay fresh for the whole run, errors-only log. In hit mode PROCS
