@@ -402,9 +402,9 @@ func (a *authenticator) connKnown(cm *connMemo, header string) *principal {
 // authenticator (a reload's new authenticator replaces it), never for a
 // header that did not pass, so a connection whose requests alternate
 // credentials (a proxy in front reusing its connections) checks the
-// others as before, with no allocation per request. The comparison takes the same time whatever the bytes, so
-// another client of such a shared connection learns nothing of the header
-// held by timing its own.
+// others as before, with no allocation per request. The comparison takes
+// the same time whatever the bytes, so another client of such a shared
+// connection learns nothing of the header held by timing its own.
 type connMemo struct {
 	last atomic.Pointer[connVerified]
 	// first is the connection's first connVerified, held in this object
