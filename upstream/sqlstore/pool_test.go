@@ -31,29 +31,56 @@ func seedSmall(t *testing.T, st *Store) {
 }
 
 // terminate kills every server connection whose application_name is app and
-// waits until the server has let them go.
+// waits until the server has let those go. It waits on the killed pids, not
+// on the application name: the pool may open a new connection meanwhile
+// (database/sql's opener serves a request queued behind a dead connection in
+// the background, and its connection can arrive after the request was
+// served elsewhere), and that one is alive, not a connection left over.
 func terminate(t *testing.T, admin *sql.DB, app string) {
 	t.Helper()
 	ctx := context.Background()
-	var killed int
-	if err := admin.QueryRowContext(ctx,
-		"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1", app).Scan(&killed); err != nil {
+	var killed []int64
+	rows, err := admin.QueryContext(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1", app)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if killed == 0 {
+	for rows.Next() {
+		var pid int64
+		if err := rows.Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		killed = append(killed, pid)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(killed) == 0 {
 		t.Fatal("no connection of the store to terminate")
 	}
-	for range 500 {
+	pids := make([]string, len(killed))
+	for i, p := range killed {
+		pids[i] = strconv.FormatInt(p, 10)
+	}
+	list := "{" + strings.Join(pids, ",") + "}"
+	// Two statements, not one with pg_terminate_backend in the WHERE: the
+	// planner may evaluate the call before the name test, on every backend.
+	if _, err := admin.ExecContext(ctx, "SELECT pg_terminate_backend(p) FROM unnest($1::int[]) AS p", list); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute) // a bound on a condition, not a pause
+	for {
 		var left int
-		if err := admin.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", app).Scan(&left); err != nil {
+		if err := admin.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1::int[])", list).Scan(&left); err != nil {
 			t.Fatal(err)
 		}
 		if left == 0 {
 			return
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the %d terminated connections (pids %s) never went away", left, len(killed), list)
+		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatal("terminated connections never went away")
 }
 
 // TestPostgresPoolRecovers kills all the store's connections (as a database
