@@ -22,7 +22,7 @@
 # server's environment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/lib.sh # bench_pin, free_port, wait_port
+. bench/lib.sh # bench_pin, free_port, wait_port, lp_config
 [ $# -eq 2 ] || { echo "usage: bash bench/ab.sh REV_A REV_B" >&2; exit 2; }
 DURATION=${DURATION:-3s}
 ROUNDS=${ROUNDS:-9}
@@ -60,11 +60,7 @@ start() {
   port=$(free_port)
   # Either revision's config.yaml: ":8080" and 9090 before the safe
   # defaults, "127.0.0.1:8080" and 8081 after.
-  sed -e "s|^listen: \"[0-9.]*:8080\"|listen: \"127.0.0.1:$port\"|" \
-      -e "s|admin_listen: \"127.0.0.1:[0-9]*\"|admin_listen: \"off\"|" \
-      -e "s|file:listingproxy-demo.db|file:$work/$name.db|" \
-      -e 's|^\(  ttl:\).*|\1 2h|' \
-      -e "s|level: info|level: error|" "$src/config.yaml" >"$work/$name.yaml"
+  lp_config "$src/config.yaml" "$work/$name.yaml" "$port" off "$work/$name.db" 's|^\(  ttl:\).*|\1 2h|'
   # shellcheck disable=SC2086 # ENV_* are word lists on purpose
   env $env "${SERVER_CPU[@]}" "$work/$name" -config "$work/$name.yaml" >"$work/$name.log" 2>&1 &
   pids+=($!)

@@ -20,7 +20,7 @@
 # in the round's ratio; the reported ratio and p99 are medians over rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/lib.sh # free_port, wait_port
+. bench/lib.sh # free_port, wait_port, lp_config
 DURATION=${DURATION:-5s}
 ROUNDS=${ROUNDS:-5}
 FLOOD_CONNECTIONS=${FLOOD_CONNECTIONS:-32}
@@ -39,12 +39,7 @@ go build -o "$work/listingproxy" ./cmd/listingproxy
 go build -o "$work/authflood" ./bench/cmd/authflood
 
 PORT=$(free_port)
-sed -e "s|listen: \"127.0.0.1:8080\"|listen: \"127.0.0.1:$PORT\"|" \
-    -e "s|admin_listen: \"127.0.0.1:8081\"|admin_listen: \"off\"|" \
-    -e "s|file:listingproxy-demo.db|file:$work/demo.db|" \
-    -e "s|level: info|level: error|" config.yaml > "$work/config.yaml"
-grep -q '^server:' "$work/config.yaml" || { echo "config.yaml has no server: section to extend"; exit 1; }
-sed -i 's|^server:|server:\n  trusted_proxies: [127.0.0.1]|' "$work/config.yaml"
+lp_config config.yaml "$work/config.yaml" "$PORT" off "$work/demo.db" 's|^server:|server:\n  trusted_proxies: [127.0.0.1]|'
 "$work/listingproxy" -config "$work/config.yaml" >"$work/lp.log" 2>&1 &
 pids+=($!)
 wait_port "$PORT"

@@ -32,8 +32,7 @@ AUTH="Authorization: Basic $(printf 'harbour:harbour-demo' | base64)"
 echo '/au/properties.xml?detail=full&limit=1&offset=0&order=price' >"$work/1key"
 
 LP=$(free_port)
-sed -e "s|^listen: \"[0-9.]*:8080\"|listen: \"127.0.0.1:$LP\"|" -e 's|admin_listen: "127.0.0.1:[0-9]*"|admin_listen: "off"|' \
-    -e "s|file:listingproxy-demo.db|file:$work/lp.db|" -e 's|level: info|level: error|' config.yaml >"$work/lp.yaml"
+lp_config config.yaml "$work/lp.yaml" "$LP" off "$work/lp.db"
 "$work/listingproxy" -config "$work/lp.yaml" >"$work/lp.log" 2>&1 &
 pids+=($!)
 wait_port "$LP"

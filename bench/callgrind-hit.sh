@@ -44,10 +44,7 @@ export WAIT_SECONDS=${WAIT_SECONDS:-300} # wait_port: listingproxy takes minutes
 go build -o "$work/listingproxy" ./cmd/listingproxy
 go build -o "$work/bareproxy" ./bench/cmd/bareproxy
 port=$(free_port)
-sed -e "s|^listen: \"[0-9.]*:8080\"|listen: \"127.0.0.1:$port\"|" \
-    -e "s|admin_listen: \"127.0.0.1:[0-9]*\"|admin_listen: \"off\"|" \
-    -e "s|file:listingproxy-demo.db|file:$work/demo.db|" \
-    -e 's|^\(  ttl:\).*|\1 2h|' -e "s|level: info|level: error|" config.yaml >"$work/config.yaml"
+lp_config config.yaml "$work/config.yaml" "$port" off "$work/demo.db" 's|^\(  ttl:\).*|\1 2h|'
 # Seed the demo database natively first: under valgrind it would take minutes.
 "$work/listingproxy" -config "$work/config.yaml" >"$work/seed.log" 2>&1 &
 seed=$!

@@ -9,7 +9,7 @@
 #   bash bench/cpu-per-request.sh        # ROUNDS=3 alternating 4s runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/lib.sh # free_port, wait_port
+. bench/lib.sh # free_port, wait_port, lp_config
 ROUNDS=${ROUNDS:-3}
 command -v wrk >/dev/null || { (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null; }
 PIN=(); WPIN=()
@@ -20,8 +20,7 @@ trap cleanup EXIT
 go build -o "$work/listingproxy" ./cmd/listingproxy
 go build -o "$work/constserver" ./bench/cmd/constserver
 LP=$(free_port); CS=$(free_port)
-sed -e "s|listen: \"127.0.0.1:8080\"|listen: \"127.0.0.1:$LP\"|" -e "s|admin_listen: \"127.0.0.1:8081\"|admin_listen: \"off\"|" \
-    -e "s|file:listingproxy-demo.db|file:$work/demo.db|" -e "s|level: info|level: error|" config.yaml > "$work/config.yaml"
+lp_config config.yaml "$work/config.yaml" "$LP" off "$work/demo.db"
 "${PIN[@]}" "$work/listingproxy" -config "$work/config.yaml" >/dev/null 2>&1 & pids+=($!); LPID=$!
 wait_port "$LP"
 AUTH="Authorization: Basic $(printf 'harbour:harbour-demo' | base64)"

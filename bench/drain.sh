@@ -13,7 +13,7 @@
 # a drain, so it can gate a change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/lib.sh # free_port, wait_port
+. bench/lib.sh # free_port, wait_port, lp_config
 DURATION=${DURATION:-8s}
 TERM_AFTER=${TERM_AFTER:-3}
 DRAIN=${DRAIN:-10s}
@@ -30,12 +30,7 @@ trap cleanup EXIT
 
 go build -o "$work/listingproxy" ./cmd/listingproxy
 PORT=$(free_port) ADMIN=$(free_port)
-sed -e "s|^listen: \"[0-9.]*:8080\"|listen: \"127.0.0.1:$PORT\"|" \
-    -e "s|^admin_listen: \"127.0.0.1:[0-9]*\"|admin_listen: \"127.0.0.1:$ADMIN\"|" \
-    -e "s|file:listingproxy-demo.db|file:$work/demo.db|" \
-    -e "s|level: info|level: warn|" \
-    -e "s|drain_delay: 5s|drain_delay: $DRAIN|" config.yaml >"$work/config.yaml"
-grep -q "drain_delay: $DRAIN" "$work/config.yaml" || { echo "config.yaml has no drain_delay: 5s to set"; exit 1; }
+LOG_LEVEL=warn lp_config config.yaml "$work/config.yaml" "$PORT" "$ADMIN" "$work/demo.db" "s|^\(  drain_delay:\) [^ ]*|\1 $DRAIN|"
 "$work/listingproxy" -config "$work/config.yaml" >"$work/lp.log" 2>&1 &
 LP=$!
 pids+=("$LP")

@@ -67,9 +67,8 @@ fi
 
 AUTH="Authorization: Basic $(printf 'harbour:harbour-demo' | base64)"
 port=$(free_port)
-sed -e "s|^listen: \"[0-9.]*:8080\"|listen: \"127.0.0.1:$port\"|" -e 's|admin_listen: "127.0.0.1:[0-9]*"|admin_listen: "off"|' \
-    -e "s|file:listingproxy-demo.db|file:$work/origin.db|" -e 's|level: info|level: error|' \
-    -e 's|^\(  max_bytes:\).*|\1 2GiB|' -e 's|^\(  ttl:\).*|\1 2h|' config.yaml >"$work/origin.yaml"
+edits=('s|^\(  max_bytes:\).*|\1 2GiB|' 's|^\(  ttl:\).*|\1 2h|')
+lp_config config.yaml "$work/origin.yaml" "$port" off "$work/origin.db" "${edits[@]}"
 "${SERVER_CPU[@]}" "$work/listingproxy" -config "$work/origin.yaml" >"$work/origin.log" 2>&1 &
 pids+=($!) origin_pid=$!
 wait_port "$port"
@@ -94,7 +93,7 @@ if [ "$SERVER0" = lp ]; then
 fi
 if [ -n "$BASE" ]; then
   p=$(free_port)
-  sed -e "s|127.0.0.1:$port\"|127.0.0.1:$p\"|" -e "s|file:$work/origin.db|file:$work/base.db|" "$work/origin.yaml" >"$work/base.yaml"
+  lp_config config.yaml "$work/base.yaml" "$p" off "$work/base.db" "${edits[@]}"
   "${SERVER_CPU[@]}" "$work/listingproxy-base" -config "$work/base.yaml" >"$work/base.log" 2>&1 &
   pids+=($!) server_pids+=($!)
   wait_port "$p"

@@ -42,12 +42,8 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -su
   -addext subjectAltName=IP:127.0.0.1 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 
 PORT=$(free_port) ADMIN=$(free_port)
-sed -e "s|listen: \"127.0.0.1:8080\"|listen: \"127.0.0.1:$PORT\"|" \
-    -e "s|admin_listen: \"127.0.0.1:8081\"|admin_listen: \"127.0.0.1:$ADMIN\"|" \
-    -e "s|file:listingproxy-demo.db|file:$work/demo.db|" \
-    -e "s|level: info|level: error|" config.yaml > "$work/config.yaml"
-grep -q '^server:' "$work/config.yaml" || { echo "config.yaml has no server: section to extend"; exit 1; }
-sed -i "s|^server:|server:\n  tls:\n    cert_file: $work/cert.pem\n    key_file: $work/key.pem|" "$work/config.yaml"
+lp_config config.yaml "$work/config.yaml" "$PORT" "$ADMIN" "$work/demo.db" \
+    "s|^server:|server:\n  tls:\n    cert_file: $work/cert.pem\n    key_file: $work/key.pem|"
 "${SERVER_CPU[@]}" "$work/listingproxy" -config "$work/config.yaml" >"$work/lp.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 300); do curl -sk -o /dev/null "https://127.0.0.1:$PORT/" && break; sleep 0.1; done

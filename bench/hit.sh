@@ -24,7 +24,7 @@
 # reference). req/s, p50 and p99 are the medians over the rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/lib.sh # bench_pin, free_port, wait_port
+. bench/lib.sh # bench_pin, free_port, wait_port, lp_config
 DURATION=${DURATION:-3s}
 ROUNDS=${ROUNDS:-15}
 CONNECTIONS=${CONNECTIONS:-32}
@@ -44,10 +44,7 @@ go build -o "$work/listingproxy" ./cmd/listingproxy
 go build -o "$work/constserver" ./bench/cmd/constserver
 
 LP_PORT=$(free_port)
-sed -e "s|listen: \"127.0.0.1:8080\"|listen: \"127.0.0.1:$LP_PORT\"|" \
-    -e "s|admin_listen: \"127.0.0.1:8081\"|admin_listen: \"off\"|" \
-    -e "s|file:listingproxy-demo.db|file:$work/demo.db|" \
-    -e "s|level: info|level: error|" config.yaml > "$work/config.yaml"
+lp_config config.yaml "$work/config.yaml" "$LP_PORT" off "$work/demo.db"
 "${SERVER_CPU[@]}" "$work/listingproxy" -config "$work/config.yaml" >"$work/lp.log" 2>&1 &
 pids+=($!)
 wait_port "$LP_PORT"

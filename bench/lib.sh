@@ -85,3 +85,38 @@ wait_port() {
 	if [ -n "${2:-}" ] && [ -n "${work:-}" ]; then tail -20 "$work/$2".* >&2 2>/dev/null || true; fi
 	exit 1
 }
+
+# lp_config SRC OUT PORT ADMIN DB [EDIT...]: writes OUT, the listingproxy
+# configuration SRC (the repository's config.yaml, an older revision's, or
+# one of testdata's) with the rewrites every benchmark makes: listen on
+# 127.0.0.1:PORT, admin_listen on 127.0.0.1:ADMIN (a port) or "off", the
+# SQLite demo database at DB ("-": SRC's backends as they are), logging at
+# LOG_LEVEL (default error); then each EDIT, a sed s command of the
+# script's own (cache size, TTL, a section to add). Each rewrite must find
+# its line, or the script ends (exit 1) naming it: a rewrite that silently
+# matched nothing would benchmark another configuration than the one the
+# script says it does.
+lp_config() {
+	local src=$1 out=$2 port=$3 admin=$4 db=$5 e
+	shift 5
+	[ "$admin" = off ] || admin=127.0.0.1:$admin
+	local edits=(
+		"s|^listen: \"[^\"]*\"|listen: \"127.0.0.1:$port\"|"
+		"s|^admin_listen: \"[^\"]*\"|admin_listen: \"$admin\"|"
+		"s|^\(  level:\).*|\1 ${LOG_LEVEL:-error}|"
+	)
+	[ "$db" = - ] || edits+=("s|\"file:listingproxy-demo.db\"|\"file:$db\"|")
+	edits+=("$@")
+	cp "$src" "$out" || exit 1
+	for e in "${edits[@]}"; do
+		case $e in
+		s*) ;;
+		*) echo "bench: lp_config: '$e' is not a sed s command" >&2; exit 1 ;;
+		esac
+		if [ -z "$(sed -n "${e}p" "$out")" ]; then
+			echo "bench: lp_config: '$e' matches no line of $src" >&2
+			exit 1
+		fi
+		sed -i "$e" "$out" || exit 1
+	done
+}

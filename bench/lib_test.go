@@ -12,9 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"listingproxy/config"
 )
 
 // needTools skips t when a tool the scripts need is missing.
@@ -51,7 +55,10 @@ func TestScriptsParse(t *testing.T) {
 // that defines its own drifts from the others (timeouts, messages), as
 // thirteen of them once did.
 func TestHelpersInLibOnly(t *testing.T) {
-	def := regexp.MustCompile(`(?m)^\s*(free_port|wait_port|bench_pin|bench_start|wait_for)\s*\(\)`)
+	def := regexp.MustCompile(`(?m)^\s*(free_port|wait_port|bench_pin|bench_start|wait_for|lp_config)\s*\(\)`)
+	// A script that rewrites config.yaml's listeners itself instead of
+	// through lp_config: its sed is unchecked, as ten of them once were.
+	own := regexp.MustCompile(`(?m)^[^#\n]*\bsed\b.*\blisten: `)
 	for _, f := range scripts(t) {
 		if f == "lib.sh" {
 			continue
@@ -62,6 +69,9 @@ func TestHelpersInLibOnly(t *testing.T) {
 		}
 		if m := def.FindSubmatch(b); m != nil {
 			t.Errorf("%s defines %s, which bench/lib.sh provides: source lib.sh instead", f, m[1])
+		}
+		if m := own.Find(b); m != nil {
+			t.Errorf("%s rewrites a listen line with its own sed (%q): use lp_config", f, m)
 		}
 	}
 }
@@ -149,4 +159,55 @@ func TestWaitPort(t *testing.T) {
 			t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 		}
 	})
+}
+
+// TestLPConfig runs lp_config on the repository's config.yaml, as the
+// scripts do, and loads the result with listingproxy's own loader: every
+// rewrite took, and the file is still a valid configuration. A rewrite
+// that matches no line (config.yaml changed under the scripts) ends the
+// script, naming it.
+func TestLPConfig(t *testing.T) {
+	needTools(t, "bash", "sed")
+	work := t.TempDir()
+	out, db := filepath.Join(work, "lp.yaml"), filepath.Join(work, "demo.db")
+
+	t.Run("rewrites", func(t *testing.T) {
+		code, stderr := lib(t, []string{"LOG_LEVEL=warn"}, `lp_config config.yaml "`+out+`" 4321 5432 "`+db+`" `+
+			`'s|^\(  ttl:\).*|\1 2h|' 's|^server:|server:\n  trusted_proxies: [127.0.0.1]|'`)
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, stderr)
+		}
+		cfg, err := config.Load(out, func(string) string { return "" })
+		if err != nil {
+			t.Fatalf("lp_config's output does not load: %v", err)
+		}
+		demo := cfg.Backends["demo"].SQL
+		if demo == nil {
+			t.Fatalf("lp_config's output has no SQL backend demo: %+v", cfg.Backends)
+		}
+		got := []string{cfg.Listen, cfg.AdminListen, demo.DSN, cfg.Log.Level,
+			time.Duration(cfg.Cache.TTL).String(), strings.Join(cfg.Server.TrustedProxies, ",")}
+		want := []string{"127.0.0.1:4321", "127.0.0.1:5432", "file:" + db, "warn", "2h0m0s", "127.0.0.1"}
+		if !slices.Equal(got, want) {
+			t.Errorf("listen, admin_listen, demo dsn, log level, ttl, trusted_proxies = %q, want %q", got, want)
+		}
+		if code, stderr := lib(t, nil, `lp_config config.yaml "`+out+`" 4321 off "`+db+`"`); code != 0 {
+			t.Fatalf("admin off: exit %d:\n%s", code, stderr)
+		}
+		if cfg, err := config.Load(out, func(string) string { return "" }); err != nil || cfg.AdminListen != "off" || cfg.Log.Level != "error" {
+			t.Errorf("admin off, default level: %+v, %v", cfg, err)
+		}
+	})
+
+	for _, tc := range []struct{ name, edit, want string }{
+		{"matches nothing", `'s|^\(  no_such_key:\).*|\1 1|'`, "matches no line of config.yaml"},
+		{"not a substitution", `'/^cache:/d'`, "is not a sed s command"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stderr := lib(t, nil, `lp_config config.yaml "`+out+`" 4321 off "`+db+`" `+tc.edit+`; echo "not reached" >&2`)
+			if code != 1 || !strings.Contains(stderr, "bench: lp_config: ") || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "not reached") {
+				t.Fatalf("exit %d, want 1 with %q; stderr:\n%s", code, tc.want, stderr)
+			}
+		})
+	}
 }

@@ -80,9 +80,7 @@ PY
 AUTH="Authorization: Basic $(printf 'harbour:harbour-demo' | base64)"
 start_lp() { # name env binary: starts listingproxy on the demo with bench/nginx.sh's settings; sets PORT, PID
   local port; port=$(free_port)
-  sed -e "s|^listen: \"[0-9.]*:8080\"|listen: \"127.0.0.1:$port\"|" -e 's|admin_listen: "127.0.0.1:[0-9]*"|admin_listen: "off"|' \
-      -e "s|file:listingproxy-demo.db|file:$work/$1.db|" -e 's|^\(  max_bytes:\).*|\1 2GiB|' -e 's|^\(  ttl:\).*|\1 2h|' \
-      -e 's|level: info|level: error|' config.yaml >"$work/$1.yaml"
+  lp_config config.yaml "$work/$1.yaml" "$port" off "$work/$1.db" 's|^\(  max_bytes:\).*|\1 2GiB|' 's|^\(  ttl:\).*|\1 2h|'
   # shellcheck disable=SC2086 # the environment is a word list on purpose
   env $2 "${SERVER_CPU[@]}" "$3" -config "$work/$1.yaml" >"$work/$1.log" 2>&1 &
   PID=$! PORT=$port; pids+=("$PID")

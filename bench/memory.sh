@@ -25,7 +25,7 @@
 #   NEW_ENV='GOGC=100' bash bench/memory.sh             # the new build with this environment
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/lib.sh # free_port, wait_port
+. bench/lib.sh # free_port, wait_port, lp_config
 PARTS=${PARTS:-"churn hit"}
 MAX_BYTES=${MAX_BYTES:-"16MiB 64MiB"}
 KEYS=${KEYS:-4000}
@@ -62,11 +62,7 @@ config_of() { if [ "$1" = old ]; then echo "$work/base/config.yaml"; else echo c
 # start BIN PORT MAXBYTES: runs a server on the demo (its database is seeded
 # once and shared), prints its pid.
 start() {
-	sed -e "s|listen: \"[^\"]*\"|listen: \"127.0.0.1:$2\"|" \
-		-e "s|admin_listen: \"[^\"]*\"|admin_listen: \"off\"|" \
-		-e "s|file:listingproxy-demo.db|file:$work/demo.db|" \
-		-e "s|max_bytes: 256MiB|max_bytes: $3|" \
-		-e "s|level: info|level: error|" "$(config_of "$1")" >"$work/config.$2.yaml"
+	lp_config "$(config_of "$1")" "$work/config.$2.yaml" "$2" off "$work/demo.db" "s|^\(  max_bytes:\).*|\1 $3|"
 	local envs=()
 	if [ "$1" = new ]; then read -ra envs <<<"${NEW_ENV:-}"; fi
 	env "${envs[@]}" ${PIN_SERVER:-} "$work/$1" -config "$work/config.$2.yaml" >"$work/lp.$2.log" 2>&1 &

@@ -98,7 +98,7 @@ ORDER=${ORDER:-pairs}  # pairs: lp and bare back to back (see above); rotate: ro
 need() { command -v "$1" >/dev/null || { echo "installing $2 (apt-get)"; (apt-get update -qq && apt-get install -y -qq "$2") >/dev/null; }; }
 need wrk wrk
 need python3 python3
-. bench/lib.sh # bench_pin, free_port, wait_port
+. bench/lib.sh # bench_pin, free_port, wait_port, lp_config
 if [ "$MODE" = hit ]; then need nginx nginx-light; need varnishd varnish; fi
 
 bench_pin # SERVER_CPU, WRK_CPU
@@ -121,9 +121,8 @@ go build -o "$work/bareproxy" ./bench/cmd/bareproxy
 LPS=() LP_PIDS=()
 for n in $(seq 1 "$([ "$MODE" = hit ] && echo "$PROCS" || echo 1)"); do
   port=$(free_port)
-  sed -e 's|^\(  max_bytes:\).*|\1 2GiB|' -e 's|^\(  ttl:\).*|\1 2h|' -e "s|file:listingproxy-demo.db|file:$work/demo$n.db|" \
-      -e 's|^\(  level:\).*|\1 error|' config.yaml >"$work/config$n.yaml"
-  "${SERVER_CPU[@]}" "$work/listingproxy" -config "$work/config$n.yaml" -listen "127.0.0.1:$port" -admin-listen off >"$work/lp$n.log" 2>&1 &
+  lp_config config.yaml "$work/config$n.yaml" "$port" off "$work/demo$n.db" 's|^\(  max_bytes:\).*|\1 2GiB|' 's|^\(  ttl:\).*|\1 2h|'
+  "${SERVER_CPU[@]}" "$work/listingproxy" -config "$work/config$n.yaml" >"$work/lp$n.log" 2>&1 &
   pids+=($!); LPS+=("$port") LP_PIDS+=("$!")
   wait_port "$port" "lp$n"
 done

@@ -132,8 +132,8 @@ crm_start() { # [ARGS...]: starts the CRM, sets crm_pid
 
 users=harbour:harbour-demo:harbour,harbour-noprice:harbour-demo:harbour,harbour-short:harbour-demo:harbour:short,summit:summit-demo:summit
 
-# lp_config FILE TTL [EXTRA-TENANT-YAML]: what a user must say, and the disk tier.
-lp_config() {
+# replay_config FILE TTL [EXTRA-TENANT-YAML]: what a user must say, and the disk tier.
+replay_config() {
 	{
 		cat <<YAML
 listen: "127.0.0.1:$LP_PORT"
@@ -254,13 +254,13 @@ for s in $SERVERS; do
 	LP_PORT=$(free_port)
 	rm -rf "$work/disk" && mkdir -p "$work/disk"
 	case $s in
-	listingproxy) lp_config "$work/$s.yaml" "$TTL" ;;
+	listingproxy) replay_config "$work/$s.yaml" "$TTL" ;;
 	listingproxy-feed)
 		# The CRM again, now sending its change webhooks to listingproxy.
 		stop "$crm_pid"
 		crm_start -webhook "http://127.0.0.1:$LP_PORT/hooks/changes/{tenant}" \
 			-webhook-secret "harbour=replay-webhook-secret-harbour" -webhook-secret "summit=replay-webhook-secret-summit"
-		lp_config "$work/$s.yaml" "$FEED_TTL" replay-webhook-secret
+		replay_config "$work/$s.yaml" "$FEED_TTL" replay-webhook-secret
 		;;
 	nginx) nginx_config ;;
 	varnish) varnish_config ;;

@@ -14,7 +14,7 @@
 # It exits 1 when any warm answer was wrong.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/lib.sh # free_port, wait_port
+. bench/lib.sh # free_port, wait_port, lp_config
 PG=${PG:-postgres://postgres@127.0.0.1:5432}
 DURATION=${DURATION:-20s}
 DOWN_AT=${DOWN_AT:-4}
@@ -46,10 +46,7 @@ PROXY=$(awk '/listening on/ {print $3; exit}' "$work/proxy.log")
 user=${PG#*://}; user=${user%@*}
 
 PORT=$(free_port) ADMIN=$(free_port)
-sed -e "s|^listen: \"[0-9.:]*\"|listen: \"127.0.0.1:$PORT\"|" \
-    -e "s|^admin_listen: \"[0-9.:]*\"|admin_listen: \"127.0.0.1:$ADMIN\"|" \
-    -e "s|level: info|level: warn|" testdata/config.postgres.yaml >"$work/config.yaml"
-grep -q "127.0.0.1:$PORT" "$work/config.yaml" || { echo "could not set listen in the config"; exit 1; }
+LOG_LEVEL=warn lp_config testdata/config.postgres.yaml "$work/config.yaml" "$PORT" "$ADMIN" -
 export LISTINGPROXY_PG_DSN="postgres://$user@$PROXY/$DB?sslmode=disable"
 "$work/listingproxy" -config "$work/config.yaml" >"$work/lp.log" 2>&1 &
 pids+=($!)
