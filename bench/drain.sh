@@ -20,6 +20,15 @@ DRAIN=${DRAIN:-10s}
 CONNECTIONS=${CONNECTIONS:-64}
 URL_PATH=${URL_PATH:-/au/properties/1.xml}
 
+# With a drain, the run measures a deploy only if the drain outlasts wrk:
+# requests wrk sends after listingproxy has exited are errors of the
+# settings, not of the drain.
+secs() { [[ $1 =~ ^([0-9]+)s?$ ]] && echo "${BASH_REMATCH[1]}"; }
+if [ "$DRAIN" != 0s ] && d=$(secs "$DURATION") && t=$(secs "$TERM_AFTER") && g=$(secs "$DRAIN") && [ $((t + g)) -le "$d" ]; then
+  echo "bench/drain.sh: TERM_AFTER ($TERM_AFTER) + DRAIN ($DRAIN) must outlast DURATION ($DURATION): listingproxy would exit while wrk still runs" >&2
+  exit 2
+fi
+
 if ! command -v wrk >/dev/null; then
   echo "installing wrk (apt-get)"; (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null
 fi
