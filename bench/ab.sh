@@ -22,7 +22,7 @@
 # server's environment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/lib.sh # bench_pin, free_port, wait_port, lp_config
+. bench/lib.sh # bench_start, bench_pin, free_port, wait_port, lp_config
 [ $# -eq 2 ] || { echo "usage: bash bench/ab.sh REV_A REV_B" >&2; exit 2; }
 DURATION=${DURATION:-3s}
 ROUNDS=${ROUNDS:-9}
@@ -39,10 +39,8 @@ fi
 bench_pin # SERVER_CPU, WRK_CPU
 THREADS=2
 [ ${#WRK_CPU[@]} -eq 0 ] || THREADS=1 # wrk on its own CPU
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-3600} # a watchdog against a hang
+bench_start # work, pids, cleanup
 
 HDRS=(-H "Authorization: Basic $(printf 'harbour:harbour-demo' | base64)")
 [ -n "$HEADER" ] && HDRS+=(-H "$HEADER")

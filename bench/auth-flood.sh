@@ -20,7 +20,7 @@
 # in the round's ratio; the reported ratio and p99 are medians over rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/lib.sh # free_port, wait_port, lp_config
+. bench/lib.sh # bench_start, free_port, wait_port, lp_config
 DURATION=${DURATION:-5s}
 ROUNDS=${ROUNDS:-5}
 FLOOD_CONNECTIONS=${FLOOD_CONNECTIONS:-32}
@@ -30,10 +30,8 @@ SHAPES=${SHAPES:-"one-address many-addresses"}
 if ! command -v wrk >/dev/null; then
   echo "installing wrk (apt-get)"; (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null
 fi
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-1800} # a watchdog against a hang
+bench_start # work, pids, cleanup
 
 go build -o "$work/listingproxy" ./cmd/listingproxy
 go build -o "$work/authflood" ./bench/cmd/authflood

@@ -9,14 +9,13 @@
 #   bash bench/cpu-per-request.sh        # ROUNDS=3 alternating 4s runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/lib.sh # free_port, wait_port, lp_config
+. bench/lib.sh # bench_start, free_port, wait_port, lp_config
 ROUNDS=${ROUNDS:-3}
 command -v wrk >/dev/null || { (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null; }
 PIN=(); WPIN=()
 if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then PIN=(taskset -c 0); WPIN=(taskset -c 1); fi
-work=$(mktemp -d); pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-1200} # a watchdog against a hang
+bench_start # work, pids, cleanup
 go build -o "$work/listingproxy" ./cmd/listingproxy
 go build -o "$work/constserver" ./bench/cmd/constserver
 LP=$(free_port); CS=$(free_port)

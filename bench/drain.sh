@@ -13,7 +13,7 @@
 # a drain, so it can gate a change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/lib.sh # free_port, wait_port, lp_config
+. bench/lib.sh # bench_start, free_port, wait_port, lp_config
 DURATION=${DURATION:-8s}
 TERM_AFTER=${TERM_AFTER:-3}
 DRAIN=${DRAIN:-10s}
@@ -32,10 +32,8 @@ fi
 if ! command -v wrk >/dev/null; then
   echo "installing wrk (apt-get)"; (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null
 fi
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-600} # a watchdog against a hang
+bench_start # work, pids, cleanup
 
 go build -o "$work/listingproxy" ./cmd/listingproxy
 PORT=$(free_port) ADMIN=$(free_port)

@@ -24,7 +24,7 @@
 # reference). req/s, p50 and p99 are the medians over the rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/lib.sh # bench_pin, free_port, wait_port, lp_config
+. bench/lib.sh # bench_start, bench_pin, free_port, wait_port, lp_config
 DURATION=${DURATION:-3s}
 ROUNDS=${ROUNDS:-15}
 CONNECTIONS=${CONNECTIONS:-32}
@@ -35,10 +35,8 @@ fi
 bench_pin # SERVER_CPU, WRK_CPU
 THREADS=2
 [ ${#WRK_CPU[@]} -eq 0 ] || THREADS=1 # wrk on its own CPU
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-3600} # a watchdog against a hang
+bench_start # work, pids, cleanup
 
 go build -o "$work/listingproxy" ./cmd/listingproxy
 go build -o "$work/constserver" ./bench/cmd/constserver

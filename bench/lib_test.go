@@ -59,6 +59,9 @@ func TestHelpersInLibOnly(t *testing.T) {
 	// A script that rewrites config.yaml's listeners itself instead of
 	// through lp_config: its sed is unchecked, as ten of them once were.
 	own := regexp.MustCompile(`(?m)^[^#\n]*\bsed\b.*\blisten: `)
+	// A copy of bench_cleanup: the script's own work directory and
+	// cleanup, without bench_start's watchdog.
+	cleanup := regexp.MustCompile(`(?m)^\s*cleanup\(\) \{ for p in "\$\{pids\[@\]\}"; do kill`)
 	for _, f := range scripts(t) {
 		if f == "lib.sh" {
 			continue
@@ -69,6 +72,9 @@ func TestHelpersInLibOnly(t *testing.T) {
 		}
 		if m := def.FindSubmatch(b); m != nil {
 			t.Errorf("%s defines %s, which bench/lib.sh provides: source lib.sh instead", f, m[1])
+		}
+		if cleanup.Match(b) {
+			t.Errorf("%s has its own copy of bench_cleanup: call bench_start (with a BENCH_TIMEOUT)", f)
 		}
 		if m := own.Find(b); m != nil {
 			t.Errorf("%s rewrites a listen line with its own sed (%q): use lp_config", f, m)

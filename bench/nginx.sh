@@ -98,16 +98,15 @@ ORDER=${ORDER:-pairs}  # pairs: lp and bare back to back (see above); rotate: ro
 need() { command -v "$1" >/dev/null || { echo "installing $2 (apt-get)"; (apt-get update -qq && apt-get install -y -qq "$2") >/dev/null; }; }
 need wrk wrk
 need python3 python3
-. bench/lib.sh # bench_pin, free_port, wait_port, lp_config
+. bench/lib.sh # bench_start, bench_pin, free_port, wait_port, lp_config
 if [ "$MODE" = hit ]; then need nginx nginx-light; need varnishd varnish; fi
 
 bench_pin # SERVER_CPU, WRK_CPU
 THREADS=2
 [ ${#WRK_CPU[@]} -eq 0 ] || THREADS=1 # wrk on its own CPU
-work=$(mktemp -d); chmod 755 "$work"   # varnishd reads its VCL as an unprivileged user
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-10800} # a watchdog against a hang; the full run takes 45-90 min
+bench_start # work, pids, cleanup
+chmod 755 "$work" # varnishd reads its VCL as an unprivileged user
 
 go build -o "$work/listingproxy" ./cmd/listingproxy
 go build -o "$work/warm" ./bench/cmd/warm
