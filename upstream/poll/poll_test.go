@@ -63,7 +63,12 @@ func run(t *testing.T, l *legacy) (sink *testkit.Changes, tick func(), calls fun
 	t.Helper()
 	var mu sync.Mutex
 	n := 0
-	ticks := make(chan time.Time)
+	// Each scope, its poll done, asks After once for the wait before its
+	// next poll; waiting holds those waits' channels. A channel per wait,
+	// not one shared by all: with a shared one, a scope whose poll ends
+	// first could take both of tick's sends and the other scope never
+	// poll again (it happened under -race on a loaded machine).
+	var waiting []chan time.Time
 	pl, err := poll.New(poll.Options{
 		Backend: l, Scopes: []upstream.Scope{{Tenant: "hb", Country: "au"}, {Tenant: "sm", Country: "au"}},
 		Interval: time.Minute, PageSize: 2,
@@ -72,7 +77,11 @@ func run(t *testing.T, l *legacy) (sink *testkit.Changes, tick func(), calls fun
 			if d != time.Minute {
 				t.Errorf("waited %s between polls, want the interval", d)
 			}
-			return ticks
+			ch := make(chan time.Time, 1)
+			mu.Lock()
+			waiting = append(waiting, ch)
+			mu.Unlock()
+			return ch
 		},
 	})
 	if err != nil {
@@ -88,9 +97,23 @@ func run(t *testing.T, l *legacy) (sink *testkit.Changes, tick func(), calls fun
 			t.Errorf("Watch = %v, want nil", err)
 		}
 	})
-	// Each scope waits on ticks once its poll is done: two sends start
-	// the next poll of both.
-	tick = func() { ticks <- t0; ticks <- t0 }
+	// tick waits until both scopes wait for their next poll, then ends
+	// both waits: each scope polls once more.
+	tick = func() {
+		t.Helper()
+		testkit.WaitFor(t, "both scopes to wait for their next poll", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(waiting) == 2
+		})
+		mu.Lock()
+		ws := waiting
+		waiting = nil
+		mu.Unlock()
+		for _, ch := range ws {
+			ch <- t0
+		}
+	}
 	return sink, tick, func() int { mu.Lock(); defer mu.Unlock(); return n }
 }
 
