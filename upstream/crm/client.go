@@ -173,6 +173,9 @@ type Client struct {
 	passThrough bool
 	now         func() time.Time
 	zones       map[string]*time.Location
+	// withTimeout bounds a call by timeout: context.WithTimeout, but for
+	// tests that end a call's Timeout at a moment of their choosing.
+	withTimeout func(context.Context, time.Duration) (context.Context, context.CancelFunc)
 
 	docs    *lru[docKey, upstream.Property]
 	memos   *lru[memoKey, []int64]
@@ -260,6 +263,7 @@ func New(o Options) (*Client, error) {
 		base:        base,
 		creds:       creds,
 		timeout:     orDefault(o.Timeout, DefaultTimeout),
+		withTimeout: context.WithTimeout,
 		maxBody:     orDefault(o.MaxBodyBytes, DefaultMaxBodyBytes),
 		hydrate:     o.Hydrate,
 		hydrateConc: orDefault(o.HydrateConcurrency, DefaultHydrateConcurrency),

@@ -64,7 +64,7 @@ func (c *Client) call(ctx context.Context, s upstream.Scope, q url.Values, path 
 		u.RawQuery = q.Encode()
 	}
 
-	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
+	callCtx, cancel := c.withTimeout(ctx, c.timeout)
 	defer cancel()
 	// failed explains a transport error, which may come from the call's
 	// context ending: the caller's own cancellation wins, then this
