@@ -13,7 +13,7 @@
 # a drain, so it can gate a change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/lib.sh # bench_start, free_port, wait_port, lp_config
+. bench/lib.sh # bench_start, free_port, wait_port, lp_config, secs
 DURATION=${DURATION:-8s}
 TERM_AFTER=${TERM_AFTER:-3}
 DRAIN=${DRAIN:-10s}
@@ -23,7 +23,6 @@ URL_PATH=${URL_PATH:-/au/properties/1.xml}
 # With a drain, the run measures a deploy only if the drain outlasts wrk:
 # requests wrk sends after listingproxy has exited are errors of the
 # settings, not of the drain.
-secs() { [[ $1 =~ ^([0-9]+)s?$ ]] && echo "${BASH_REMATCH[1]}"; }
 if [ "$DRAIN" != 0s ] && d=$(secs "$DURATION") && t=$(secs "$TERM_AFTER") && g=$(secs "$DRAIN") && [ $((t + g)) -le "$d" ]; then
   echo "bench/drain.sh: TERM_AFTER ($TERM_AFTER) + DRAIN ($DRAIN) must outlast DURATION ($DURATION): listingproxy would exit while wrk still runs" >&2
   exit 2

@@ -120,3 +120,15 @@ lp_config() {
 		sed -i "$e" "$out" || exit 1
 	done
 }
+
+# secs DURATION: prints DURATION, a number of whole seconds, minutes or
+# hours as a Go duration says it (90s, 10m, 2h; a bare number is seconds),
+# in seconds; fails, printing nothing, on anything else (1m30s, 0.5s).
+secs() {
+	[[ $1 =~ ^([0-9]+)(s|m|h)?$ ]] || return 1
+	case ${BASH_REMATCH[2]} in
+	m) echo $((BASH_REMATCH[1] * 60)) ;;
+	h) echo $((BASH_REMATCH[1] * 3600)) ;;
+	*) echo "${BASH_REMATCH[1]}" ;;
+	esac
+}

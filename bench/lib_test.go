@@ -55,7 +55,7 @@ func TestScriptsParse(t *testing.T) {
 // that defines its own drifts from the others (timeouts, messages), as
 // thirteen of them once did.
 func TestHelpersInLibOnly(t *testing.T) {
-	def := regexp.MustCompile(`(?m)^\s*(free_port|wait_port|bench_pin|bench_start|wait_for|lp_config)\s*\(\)`)
+	def := regexp.MustCompile(`(?m)^\s*(free_port|wait_port|bench_pin|bench_start|wait_for|lp_config|secs)\s*\(\)`)
 	// A script that rewrites config.yaml's listeners itself instead of
 	// through lp_config: its sed is unchecked, as ten of them once were.
 	own := regexp.MustCompile(`(?m)^[^#\n]*\bsed\b.*\blisten: `)
@@ -216,4 +216,34 @@ func TestLPConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestSecs(t *testing.T) {
+	needTools(t, "bash")
+	for in, want := range map[string]string{"90s": "90", "7": "7", "10m": "600", "2h": "7200", "0s": "0"} {
+		if code, out := libOut(t, `secs `+in); code != 0 || out != want {
+			t.Errorf("secs %s: exit %d, printed %q; want %q", in, code, out, want)
+		}
+	}
+	for _, in := range []string{"1m30s", "0.5s", "10ms", "", "s", "-3s"} {
+		if code, out := libOut(t, `secs '`+in+`'`); code == 0 || out != "" {
+			t.Errorf("secs %q: exit %d, printed %q; want a failure and nothing printed", in, code, out)
+		}
+	}
+}
+
+// libOut runs script as lib does and returns its exit code and its
+// standard output, trimmed.
+func libOut(t *testing.T, script string) (int, string) {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", ". bench/lib.sh; "+script)
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("bash: %v", err)
+	}
+	return code, strings.TrimSpace(string(out))
 }

@@ -63,6 +63,7 @@
 # seconds, default: enough for the servers' durations).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh # secs, bench_start, free_port, wait_port
 
 LATENCY=${LATENCY:-300ms}
 RATE=${RATE:-200}
@@ -79,10 +80,8 @@ FEED_TTL=${FEED_TTL:-1h}
 WARM_MAX=${WARM_MAX:-1000}
 SERVERS=${SERVERS:-listingproxy nginx varnish listingproxy-feed}
 
-secs() { # a Go-style duration of whole s, m or h units in seconds
-	awk -v d="$1" 'BEGIN { n = d + 0; u = substr(d, length(d)); print (u == "h" ? n * 3600 : u == "m" ? n * 60 : n) }'
-}
-BENCH_TIMEOUT=${BENCH_TIMEOUT:-$(($(secs "$DURATION") * 4 + 900))}
+run_secs=$(secs "$DURATION") || { echo "DURATION must be whole seconds, minutes or hours (90s, 10m), not '$DURATION'" >&2; exit 2; }
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-$((run_secs * 4 + 900))}
 
 need() { command -v "$1" >/dev/null || { echo "installing $2 (apt-get)" >&2; (apt-get update -qq && apt-get install -y -qq "$2") >/dev/null; }; }
 for s in $SERVERS; do
@@ -97,7 +96,6 @@ for s in $SERVERS; do
 	esac
 done
 
-. bench/lib.sh
 bench_start
 export WAIT_SECONDS=${WAIT_SECONDS:-60} # wait_port: the CRM seeds its database first
 chmod 755 "$work" # varnishd reads its VCL as an unprivileged user
