@@ -221,29 +221,13 @@ func TestLPConfig(t *testing.T) {
 func TestSecs(t *testing.T) {
 	needTools(t, "bash")
 	for in, want := range map[string]string{"90s": "90", "7": "7", "10m": "600", "2h": "7200", "0s": "0"} {
-		if code, out := libOut(t, `secs `+in); code != 0 || out != want {
+		if code, out := lib(t, nil, `secs `+in+` >&2`); code != 0 || strings.TrimSpace(out) != want {
 			t.Errorf("secs %s: exit %d, printed %q; want %q", in, code, out, want)
 		}
 	}
 	for _, in := range []string{"1m30s", "0.5s", "10ms", "", "s", "-3s"} {
-		if code, out := libOut(t, `secs '`+in+`'`); code == 0 || out != "" {
+		if code, out := lib(t, nil, `secs '`+in+`' >&2`); code == 0 || out != "" {
 			t.Errorf("secs %q: exit %d, printed %q; want a failure and nothing printed", in, code, out)
 		}
 	}
-}
-
-// libOut runs script as lib does and returns its exit code and its
-// standard output, trimmed.
-func libOut(t *testing.T, script string) (int, string) {
-	t.Helper()
-	cmd := exec.Command("bash", "-c", ". bench/lib.sh; "+script)
-	cmd.Dir = ".."
-	out, err := cmd.Output()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("bash: %v", err)
-	}
-	return code, strings.TrimSpace(string(out))
 }

@@ -39,13 +39,13 @@ func seedSmall(t *testing.T, st *Store) {
 func terminate(t *testing.T, admin *sql.DB, app string) {
 	t.Helper()
 	ctx := context.Background()
-	var killed []int64
+	var killed []int32 // pg_stat_activity.pid is an integer
 	rows, err := admin.QueryContext(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1", app)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for rows.Next() {
-		var pid int64
+		var pid int32
 		if err := rows.Scan(&pid); err != nil {
 			t.Fatal(err)
 		}
@@ -57,27 +57,22 @@ func terminate(t *testing.T, admin *sql.DB, app string) {
 	if len(killed) == 0 {
 		t.Fatal("no connection of the store to terminate")
 	}
-	pids := make([]string, len(killed))
-	for i, p := range killed {
-		pids[i] = strconv.FormatInt(p, 10)
-	}
-	list := "{" + strings.Join(pids, ",") + "}"
 	// Two statements, not one with pg_terminate_backend in the WHERE: the
 	// planner may evaluate the call before the name test, on every backend.
-	if _, err := admin.ExecContext(ctx, "SELECT pg_terminate_backend(p) FROM unnest($1::int[]) AS p", list); err != nil {
+	if _, err := admin.ExecContext(ctx, "SELECT pg_terminate_backend(p) FROM unnest($1::int[]) AS p", killed); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(time.Minute) // a bound on a condition, not a pause
 	for {
 		var left int
-		if err := admin.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1::int[])", list).Scan(&left); err != nil {
+		if err := admin.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1::int[])", killed).Scan(&left); err != nil {
 			t.Fatal(err)
 		}
 		if left == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of the %d terminated connections (pids %s) never went away", left, len(killed), list)
+			t.Fatalf("%d of the %d terminated connections (pids %v) never went away", left, len(killed), killed)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
